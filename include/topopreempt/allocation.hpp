@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file allocation.hpp
+/// The cluster state: which workload holds which resources of which domain.
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/placement.hpp"
+#include "topopreempt/resources.hpp"
+#include "topopreempt/topology.hpp"
+#include "topopreempt/workload.hpp"
+
+namespace topopreempt {
+
+/// The cluster state over one `Topology`.
+///
+/// Aggregates (used amount and idle device count of every domain) are maintained
+/// incrementally: `add`, `remove` and `shrink` cost O(depth x footprint). Every mutating call
+/// validates first and changes nothing when it throws (strong guarantee); errors name the
+/// workload, replica and domain at fault.
+///
+/// `add` also checks that the placement honours the workload's *guaranteed* requirements: a
+/// running workload whose guarantee is broken would make every later decision wrong.
+///
+/// Thread-safety: const members may be called concurrently (solvers only read the state);
+/// mutation needs exclusive access. Copies share the immutable topology.
+class Allocation {
+ public:
+  /// An empty cluster over `topology`.
+  explicit Allocation(std::shared_ptr<const Topology> topology)
+      : topology_(std::move(topology)) {
+    if (!topology_) throw std::invalid_argument("Allocation needs a topology");
+    const auto n = topology_->size();
+    used_ = Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic>::Zero(
+        static_cast<Eigen::Index>(topology_->schema().size()), static_cast<Eigen::Index>(n));
+    idle_devices_.resize(n);
+    for (std::size_t d = 0; d < n; ++d) {
+      idle_devices_[d] = topology_->device_count(DomainId{static_cast<std::uint32_t>(d)});
+    }
+    occupancy_.assign(n, 0);
+    occupants_.resize(topology_->domains_at(topology_->host_level()).size());
+  }
+
+  /// The topology.
+  [[nodiscard]] const Topology& topology() const noexcept { return *topology_; }
+  /// Shared handle to the topology.
+  [[nodiscard]] const std::shared_ptr<const Topology>& topology_ptr() const noexcept {
+    return topology_;
+  }
+
+  /// Number of running workloads.
+  [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
+  /// Whether `id` is running.
+  [[nodiscard]] bool contains(WorkloadId id) const noexcept { return index_.contains(id.value); }
+  /// The running workload `id`; throws `std::out_of_range` naming it when unknown.
+  [[nodiscard]] const Workload& workload(WorkloadId id) const { return records_[slot_of(id)].workload; }
+  /// Where `id` runs.
+  [[nodiscard]] Placement placement(WorkloadId id) const {
+    const Record& record = records_[slot_of(id)];
+    Placement result;
+    result.replicas.resize(record.replica_begin.size());
+    for (std::size_t r = 0; r < record.replica_begin.size(); ++r) {
+      for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
+        result.replicas[r].entries.push_back(
+            {record.domains[e], record.amounts.col(static_cast<Eigen::Index>(e))});
+      }
+    }
+    return result;
+  }
+  /// Ids of all running workloads in ascending order (deterministic).
+  [[nodiscard]] std::vector<WorkloadId> workload_ids() const {
+    std::vector<WorkloadId> ids;
+    ids.reserve(index_.size());
+    for (const auto& [id, slot] : index_) ids.push_back(WorkloadId{id});
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+  /// Calls `visit(const Workload&)` for every running workload (slot order; cheap scan).
+  template <class Visitor>
+  void for_each_workload(Visitor&& visit) const {
+    for (const Record& record : records_) {
+      if (record.live) visit(record.workload);
+    }
+  }
+
+  /// Amount of dimension `dim` used in d's subtree.
+  [[nodiscard]] Amount used(DomainId d, std::size_t dim) const {
+    return used_(static_cast<Eigen::Index>(dim), column(d));
+  }
+  /// Used amounts of d's subtree.
+  [[nodiscard]] ResourceVector used(DomainId d) const { return used_.col(column(d)); }
+  /// Free amount of dimension `dim` in d's subtree.
+  [[nodiscard]] Amount free(DomainId d, std::size_t dim) const {
+    const Eigen::Index c = column(d);
+    const auto i = static_cast<Eigen::Index>(dim);
+    return topology_->capacities()(i, c) - used_(i, c);
+  }
+  /// Free amounts of d's subtree.
+  [[nodiscard]] ResourceVector free(DomainId d) const {
+    const Eigen::Index c = column(d);
+    return topology_->capacities().col(c) - used_.col(c);
+  }
+  /// Devices in d's subtree that nobody uses at all.
+  [[nodiscard]] std::int64_t idle_devices(DomainId d) const { return idle_devices_[column(d)]; }
+  /// Number of placement entries on device d (0 = idle).
+  [[nodiscard]] std::int64_t device_occupancy(DomainId d) const { return occupancy_[column(d)]; }
+  /// Ids of the workloads holding anything on host-level domain `host` (unordered).
+  [[nodiscard]] std::span<const WorkloadId> occupants(DomainId host) const {
+    return occupants_[host_ordinal(host)];
+  }
+
+  /// Starts `workload` at `placement`. Throws `std::invalid_argument` (state unchanged) on an
+  /// invalid workload, a duplicate id, a replica count that differs from the placement, an
+  /// entry on an unknown domain, a negative or misplaced amount, a replica whose entries do
+  /// not add up to its demand, a broken guaranteed requirement, or over-capacity.
+  void add(Workload workload, const Placement& placement) {
+    check_addable(workload, placement);
+    Record record;
+    record.live = true;
+    for (const auto& replica : placement.replicas) {
+      record.replica_begin.push_back(static_cast<std::uint32_t>(record.domains.size()));
+      for (const auto& entry : replica.entries) record.domains.push_back(entry.domain);
+    }
+    record.amounts.resize(static_cast<Eigen::Index>(topology_->schema().size()),
+                          static_cast<Eigen::Index>(record.domains.size()));
+    Eigen::Index column_index = 0;
+    for (const auto& replica : placement.replicas) {
+      for (const auto& entry : replica.entries) record.amounts.col(column_index++) = entry.amount;
+    }
+    // Everything that can throw (allocation included) happens before the first mutation.
+    std::uint32_t slot = 0;
+    if (free_slots_.empty()) {
+      records_.emplace_back();
+      slot = static_cast<std::uint32_t>(records_.size() - 1);
+    } else {
+      slot = free_slots_.back();
+    }
+    const WorkloadId id = workload.id;
+    record.workload = std::move(workload);
+    const std::vector<DomainId> hosts = hosts_of(record);
+    for (DomainId host : hosts) occupants_[host_ordinal(host)].reserve(occupants_[host_ordinal(host)].size() + 1);
+    index_.reserve(index_.size() + 1);
+    // No-throw from here on.
+    if (!free_slots_.empty() && free_slots_.back() == slot) free_slots_.pop_back();
+    records_[slot] = std::move(record);
+    index_.emplace(id.value, slot);
+    apply(records_[slot], 0, records_[slot].domains.size(), +1);
+    for (DomainId host : hosts) occupants_[host_ordinal(host)].push_back(id);
+  }
+
+  /// Stops workload `id`, freeing everything it holds. Throws `std::out_of_range` naming it
+  /// when unknown.
+  void remove(WorkloadId id) {
+    const std::uint32_t slot = slot_of(id);
+    Record& record = records_[slot];
+    const std::vector<DomainId> hosts = hosts_of(record);
+    free_slots_.reserve(free_slots_.size() + 1);
+    apply(record, 0, record.domains.size(), -1);
+    for (DomainId host : hosts) erase_occupant(host, id);
+    record = Record{};
+    index_.erase(id.value);
+    free_slots_.push_back(slot);
+  }
+
+  /// Shrinks elastic workload `id` by dropping the replicas with the given indices (indices
+  /// into its current replica list; the survivors keep their order and are renumbered).
+  /// Throws (state unchanged) if `id` is unknown or not elastic, an index is out of range or
+  /// repeated, or the survivors would fall below `min_replicas`.
+  void shrink(WorkloadId id, std::span<const std::int32_t> replicas_to_drop) {
+    const std::uint32_t slot = slot_of(id);
+    Record& record = records_[slot];
+    const Workload& workload = record.workload;
+    if (!workload.min_replicas) {
+      throw std::invalid_argument(workload.label() + " is not elastic and cannot be shrunk");
+    }
+    std::vector<bool> dropped(static_cast<std::size_t>(workload.replicas), false);
+    for (std::int32_t r : replicas_to_drop) {
+      if (r < 0 || r >= workload.replicas || dropped[static_cast<std::size_t>(r)]) {
+        throw std::invalid_argument(workload.label() + ": replica index " + std::to_string(r) +
+                                    " is out of range or repeated");
+      }
+      dropped[static_cast<std::size_t>(r)] = true;
+    }
+    const auto survivors = workload.replicas - static_cast<std::int32_t>(replicas_to_drop.size());
+    if (survivors < *workload.min_replicas) {
+      throw std::invalid_argument(workload.label() + ": cannot shrink from " +
+                                  std::to_string(workload.replicas) + " to " +
+                                  std::to_string(survivors) + " replicas (minimum " +
+                                  std::to_string(*workload.min_replicas) + ")");
+    }
+    Record kept;
+    kept.live = true;
+    kept.workload = workload;
+    kept.workload.replicas = survivors;
+    std::vector<std::size_t> kept_entries;
+    for (std::size_t r = 0; r < dropped.size(); ++r) {
+      if (dropped[r]) continue;
+      kept.replica_begin.push_back(static_cast<std::uint32_t>(kept_entries.size()));
+      for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
+        kept_entries.push_back(e);
+      }
+    }
+    kept.amounts.resize(record.amounts.rows(), static_cast<Eigen::Index>(kept_entries.size()));
+    for (std::size_t i = 0; i < kept_entries.size(); ++i) {
+      kept.domains.push_back(record.domains[kept_entries[i]]);
+      kept.amounts.col(static_cast<Eigen::Index>(i)) =
+          record.amounts.col(static_cast<Eigen::Index>(kept_entries[i]));
+    }
+    const std::vector<DomainId> hosts_after = hosts_of(kept);
+    const std::vector<DomainId> hosts_before = hosts_of(record);
+    // No-throw from here on.
+    apply(record, 0, record.domains.size(), -1);
+    apply(kept, 0, kept.domains.size(), +1);
+    for (DomainId host : hosts_before) {
+      if (!std::binary_search(hosts_after.begin(), hosts_after.end(), host)) {
+        erase_occupant(host, id);
+      }
+    }
+    record = std::move(kept);
+  }
+
+  /// Bytes held by the state, excluding the shared topology.
+  [[nodiscard]] std::size_t memory_bytes() const noexcept {
+    std::size_t bytes = sizeof(*this) + static_cast<std::size_t>(used_.size()) * sizeof(Amount) +
+                        idle_devices_.capacity() * sizeof(std::uint32_t) +
+                        occupancy_.capacity() * sizeof(std::uint32_t) +
+                        records_.capacity() * sizeof(Record) +
+                        free_slots_.capacity() * sizeof(std::uint32_t) +
+                        index_.bucket_count() * sizeof(void*) +
+                        index_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 2 * sizeof(void*));
+    for (const Record& record : records_) {
+      bytes += record.domains.capacity() * sizeof(DomainId) +
+               static_cast<std::size_t>(record.amounts.size()) * sizeof(Amount) +
+               record.replica_begin.capacity() * sizeof(std::uint32_t) +
+               record.workload.name.capacity() + record.workload.cost.model_id.capacity() +
+               static_cast<std::size_t>(record.workload.demand.resources.size()) * sizeof(Amount);
+    }
+    for (const auto& list : occupants_) bytes += sizeof(list) + list.capacity() * sizeof(WorkloadId);
+    return bytes;
+  }
+
+ private:
+  struct Record {
+    Workload workload;
+    std::vector<DomainId> domains;                            // one per placement entry
+    Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> amounts;  // dims x entries
+    std::vector<std::uint32_t> replica_begin;                 // first entry of each replica
+    bool live = false;
+  };
+
+  [[nodiscard]] static std::size_t replica_end(const Record& record, std::size_t r) {
+    return r + 1 < record.replica_begin.size() ? record.replica_begin[r + 1] : record.domains.size();
+  }
+  [[nodiscard]] Eigen::Index column(DomainId d) const {
+    if (d.value >= topology_->size()) {
+      throw std::out_of_range("domain id " + std::to_string(d.value) + " is not in the topology");
+    }
+    return static_cast<Eigen::Index>(d.value);
+  }
+  [[nodiscard]] std::uint32_t slot_of(WorkloadId id) const {
+    const auto it = index_.find(id.value);
+    if (it == index_.end()) {
+      throw std::out_of_range("workload " + std::to_string(id.value) + " is not running");
+    }
+    return it->second;
+  }
+  [[nodiscard]] std::size_t host_ordinal(DomainId host) const {
+    const auto hosts = topology_->domains_at(topology_->host_level());
+    const auto it = std::lower_bound(hosts.begin(), hosts.end(), host);
+    if (it == hosts.end() || *it != host) {
+      throw std::invalid_argument(topology_->describe(host) + " is not a host-level domain");
+    }
+    return static_cast<std::size_t>(it - hosts.begin());
+  }
+  /// Sorted distinct hosts touched by a record.
+  [[nodiscard]] std::vector<DomainId> hosts_of(const Record& record) const {
+    std::vector<DomainId> hosts;
+    for (DomainId d : record.domains) {
+      const DomainId host = topology_->ancestor_at(d, topology_->host_level());
+      if (host.valid()) hosts.push_back(host);
+    }
+    std::sort(hosts.begin(), hosts.end());
+    hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+    return hosts;
+  }
+  void erase_occupant(DomainId host, WorkloadId id) {
+    auto& list = occupants_[host_ordinal(host)];
+    const auto it = std::find(list.begin(), list.end(), id);
+    if (it != list.end()) {
+      *it = list.back();
+      list.pop_back();
+    }
+  }
+
+  /// Adds (sign +1) or subtracts (-1) entries [first, last) of `record` along ancestor chains.
+  void apply(const Record& record, std::size_t first, std::size_t last, int sign) {
+    for (std::size_t e = first; e < last; ++e) {
+      const DomainId domain = record.domains[e];
+      const auto amount = record.amounts.col(static_cast<Eigen::Index>(e));
+      bool idle_changed = false;
+      if (topology_->is_device(domain)) {
+        std::uint32_t& occupancy = occupancy_[domain.value];
+        idle_changed = sign > 0 ? occupancy++ == 0 : --occupancy == 0;
+      }
+      for (DomainId at = domain; at.valid(); at = topology_->parent(at)) {
+        if (sign > 0) {
+          used_.col(at.value) += amount;
+        } else {
+          used_.col(at.value) -= amount;
+        }
+        if (idle_changed) idle_devices_[at.value] += sign > 0 ? -1U : 1U;
+        if (at == Topology::root()) break;
+      }
+    }
+  }
+
+  /// Local used amount (the domain's own pools/device, excluding children).
+  [[nodiscard]] ResourceVector local_used(DomainId d) const {
+    ResourceVector local = used_.col(d.value);
+    for (DomainId child : topology_->children(d)) local -= used_.col(child.value);
+    return local;
+  }
+
+  void check_addable(const Workload& workload, const Placement& placement) const;
+
+  std::shared_ptr<const Topology> topology_;
+  Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> used_;  // dims x domains, aggregated
+  std::vector<std::uint32_t> idle_devices_;                     // per domain, aggregated
+  std::vector<std::uint32_t> occupancy_;                        // per device: entries on it
+  std::vector<std::vector<WorkloadId>> occupants_;              // per host ordinal
+  std::vector<Record> records_;
+  std::vector<std::uint32_t> free_slots_;
+  std::unordered_map<std::uint64_t, std::uint32_t> index_;
+};
+
+inline void Allocation::check_addable(const Workload& workload, const Placement& placement) const {
+  const Topology& topology = *topology_;
+  const ResourceSchema& schema = topology.schema();
+  validate(workload, topology);
+  if (contains(workload.id)) throw std::invalid_argument(workload.label() + " is already running");
+  if (placement.replicas.size() != static_cast<std::size_t>(workload.replicas)) {
+    throw std::invalid_argument(workload.label() + " has " + std::to_string(workload.replicas) +
+                                " replicas but the placement has " +
+                                std::to_string(placement.replicas.size()));
+  }
+  const ResourceVector demand =
+      workload.demand.resources.size() == 0 ? schema.zeros() : workload.demand.resources;
+  const auto dims = static_cast<Eigen::Index>(schema.size());
+  bool share = false;
+  for (Eigen::Index i = 0; i < dims; ++i) {
+    share = share || (schema.is_device(static_cast<std::size_t>(i)) && demand(i) > 0);
+  }
+  // Amounts the placement adds per domain, so two entries on one domain are checked together.
+  std::vector<std::pair<DomainId, ResourceVector>> added;
+  const auto level_of_scope = [&](const TopologyRequirement& scope) -> std::optional<LevelIndex> {
+    if (scope.mode != RequirementMode::guaranteed) return std::nullopt;
+    return topology.level_index(scope.level);
+  };
+  const std::optional<LevelIndex> replica_level = level_of_scope(workload.replica_scope);
+  const std::optional<LevelIndex> gang_level = level_of_scope(workload.gang_scope);
+  DomainId gang_domain;
+  for (std::size_t r = 0; r < placement.replicas.size(); ++r) {
+    const std::string where = workload.label() + " replica " + std::to_string(r);
+    const auto& entries = placement.replicas[r].entries;
+    if (entries.empty() && (demand.any() || workload.demand.whole_devices > 0)) {
+      throw std::invalid_argument(where + " has no placement entries");
+    }
+    ResourceVector pooled_sum = schema.zeros();
+    std::int32_t whole = 0;
+    std::int32_t shares = 0;
+    DomainId replica_domain;
+    for (const auto& entry : entries) {
+      if (!entry.domain.valid() || entry.domain.value >= topology.size()) {
+        throw std::invalid_argument(where + " names unknown domain id " +
+                                    std::to_string(entry.domain.value));
+      }
+      const std::string at = where + " on " + topology.describe(entry.domain);
+      if (static_cast<std::size_t>(entry.amount.size()) != schema.size()) {
+        throw std::invalid_argument(at + ": amount has " + std::to_string(entry.amount.size()) +
+                                    " entries, the schema " + std::to_string(schema.size()));
+      }
+      if ((entry.amount.array() < 0).any()) throw std::invalid_argument(at + ": negative amount");
+      if (!entry.amount.any()) throw std::invalid_argument(at + ": empty entry");
+      const bool device = topology.is_device(entry.domain);
+      for (Eigen::Index i = 0; i < dims; ++i) {
+        if (entry.amount(i) > 0 && schema.is_device(static_cast<std::size_t>(i)) != device) {
+          throw std::invalid_argument(at + ": '" + schema[static_cast<std::size_t>(i)].name +
+                                      "' cannot be taken from this domain");
+        }
+      }
+      if (device) {
+        if (entry.amount == topology.local_capacity(entry.domain) && !share) {
+          ++whole;
+        } else if (share && entry.amount == demand.cwiseProduct(device_mask(schema))) {
+          ++shares;
+        } else {
+          throw std::invalid_argument(at + ": a device entry must be the whole device or exactly "
+                                      "the replica's share");
+        }
+      } else {
+        pooled_sum += entry.amount;
+      }
+      replica_domain = replica_domain.valid()
+                           ? topology.lowest_common_ancestor(replica_domain, entry.domain)
+                           : entry.domain;
+      auto it = std::find_if(added.begin(), added.end(),
+                             [&](const auto& item) { return item.first == entry.domain; });
+      if (it == added.end()) {
+        added.emplace_back(entry.domain, entry.amount);
+      } else {
+        it->second += entry.amount;
+      }
+    }
+    if (whole != workload.demand.whole_devices || shares != (share ? 1 : 0)) {
+      throw std::invalid_argument(where + " holds " + std::to_string(whole) + " whole devices and " +
+                                  std::to_string(shares) + " shares, it needs " +
+                                  std::to_string(workload.demand.whole_devices) + " and " +
+                                  (share ? "1" : "0"));
+    }
+    if (pooled_sum != demand.cwiseProduct(ResourceVector::Ones(dims) - device_mask(schema))) {
+      throw std::invalid_argument(where + " holds pooled " + schema.format(pooled_sum) +
+                                  " but needs " +
+                                  schema.format(demand.cwiseProduct(ResourceVector::Ones(dims) -
+                                                                    device_mask(schema))));
+    }
+    if (!replica_domain.valid()) continue;
+    if (topology.level(replica_domain) < topology.host_level()) {
+      throw std::invalid_argument(where + " spans more than one " +
+                                  topology.levels()[topology.host_level()]);
+    }
+    if (replica_level && topology.level(replica_domain) < *replica_level) {
+      throw std::invalid_argument(where + " breaks its guaranteed replica scope '" +
+                                  workload.replica_scope.level + "' (it spans " +
+                                  topology.describe(replica_domain) + ")");
+    }
+    gang_domain = gang_domain.valid() ? topology.lowest_common_ancestor(gang_domain, replica_domain)
+                                      : replica_domain;
+  }
+  if (gang_level && gang_domain.valid() && topology.level(gang_domain) < *gang_level) {
+    throw std::invalid_argument(workload.label() + " breaks its guaranteed gang scope '" +
+                                workload.gang_scope.level + "' (it spans " +
+                                topology.describe(gang_domain) + ")");
+  }
+  for (const auto& [domain, amount] : added) {
+    const ResourceVector room = topology.local_capacity(domain) - local_used(domain);
+    if (!all_less_equal(amount, room)) {
+      throw std::invalid_argument(workload.label() + " over-commits " + topology.describe(domain) +
+                                  ": asks " + schema.format(amount) + ", free " + schema.format(room));
+    }
+  }
+}
+
+}  // namespace topopreempt

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+// Topology, workload, allocation and placement search: the foundation every solver stands on.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "topopreempt/allocation.hpp"
+#include "topopreempt/machine_shapes.hpp"
+#include "topopreempt/placement_search.hpp"
+
+using namespace topopreempt;
+
+namespace {
+
+std::shared_ptr<const Topology> shared(Topology topology) {
+  return std::make_shared<const Topology>(std::move(topology));
+}
+
+Workload gpu_job(std::uint64_t id, std::int32_t priority, std::int32_t gpus, std::int32_t replicas = 1,
+                 TopologyRequirement replica_scope = {}, TopologyRequirement gang_scope = {}) {
+  Workload workload;
+  workload.id = WorkloadId{id};
+  workload.name = "job" + std::to_string(id);
+  workload.priority = priority;
+  workload.replicas = replicas;
+  workload.demand.whole_devices = gpus;
+  workload.demand.resources =
+      ResourceSchema::standard().make({{"cpu_milli", 2000 * gpus}, {"memory_mib", 8192 * gpus}});
+  workload.replica_scope = std::move(replica_scope);
+  workload.gang_scope = std::move(gang_scope);
+  return workload;
+}
+
+/// Places `workload` where the placement search says, and returns the placement.
+Placement start(Allocation& state, const Workload& workload) {
+  const auto found = find_placement(state, workload);
+  REQUIRE_MESSAGE(found.found, workload.label());
+  state.add(workload, found.placement);
+  return found.placement;
+}
+
+/// Recounts every aggregate of `state` from its workloads and compares with the incremental ones.
+void check_aggregates(const Allocation& state) {
+  const Topology& topology = state.topology();
+  const auto dims = static_cast<Eigen::Index>(topology.schema().size());
+  Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> used =
+      Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic>::Zero(dims, static_cast<Eigen::Index>(topology.size()));
+  std::vector<std::int64_t> occupancy(topology.size(), 0);
+  state.for_each_workload([&](const Workload& workload) {
+    for (const auto& replica : state.placement(workload.id).replicas) {
+      for (const auto& entry : replica.entries) {
+        for (DomainId at = entry.domain; at.valid(); at = topology.parent(at)) {
+          used.col(at.value) += entry.amount;
+          if (at == Topology::root()) break;
+        }
+        if (topology.is_device(entry.domain)) ++occupancy[entry.domain.value];
+      }
+    }
+  });
+  for (std::uint32_t d = 0; d < topology.size(); ++d) {
+    const DomainId domain{d};
+    REQUIRE(state.used(domain) == used.col(d));
+    std::int64_t idle = 0;
+    for (DomainId device : topology.domains_at(topology.device_level(), domain)) {
+      idle += occupancy[device.value] == 0 ? 1 : 0;
+    }
+    REQUIRE(state.idle_devices(domain) == idle);
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("model") {
+  TEST_CASE("machine shapes have the documented structure") {
+    const Topology paper = shapes::single_machine(shapes::rtx4090_server());
+    CHECK(paper.domains_at(paper.level_index("gpu")).size() == 8);
+    CHECK(paper.domains_at(paper.level_index("numa")).size() == 8);
+    CHECK(paper.domains_at(paper.level_index("socket")).size() == 2);
+    const auto cpu = paper.schema().index_of("cpu_milli");
+    CHECK(paper.capacity(Topology::root())(static_cast<Eigen::Index>(cpu)) == 96000);
+    const auto gpus = paper.domains_at(paper.level_index("gpu"));
+    CHECK(paper.levels()[paper.lca_level(gpus[0], gpus[1])] == "socket");
+    CHECK(paper.levels()[paper.lca_level(gpus[0], gpus[7])] == "node");
+    CHECK(*paper.device_affinity(gpus[0], gpus[1]) > *paper.device_affinity(gpus[0], gpus[7]));
+
+    const Topology hgx = shapes::single_machine(shapes::hgx_h100());
+    CHECK(hgx.domains_at(hgx.level_index("pcie_switch")).size() == 4);
+    CHECK(hgx.device_count(Topology::root()) == 8);
+
+    const Topology nvl72 = shapes::cluster(shapes::gb200_nvl72_rack(), 2, 1);
+    CHECK(nvl72.device_count(Topology::root()) == 144);
+    CHECK(nvl72.domains_at(nvl72.level_index("rack")).size() == 2);
+    CHECK(nvl72.domains_at(nvl72.level_index("node")).size() == 36);
+
+    const Topology racks = shapes::cluster(shapes::dense_8gpu_server(), 70, 32);
+    CHECK(racks.domains_at(racks.level_index("rack")).size() == 3);
+    CHECK(racks.domains_at(racks.level_index("numa")).size() == 560);
+    const DomainId some_gpu = racks.domains_at(racks.device_level())[100];
+    CHECK(racks.find(racks.path(some_gpu)) == some_gpu);
+    CHECK(racks.path(some_gpu) == "rack0/node12/socket1/pcie2/numa4/gpu4");
+  }
+
+  TEST_CASE("openb node list loads with synthesised topology") {
+    const auto members =
+        shapes::load_openb_nodes(std::string(TOPOPREEMPT_DATA_DIR) + "/openb/openb_node_list_gpu_node.csv");
+    CHECK(members.size() == 1213);
+    const Topology topology = shapes::cluster(members, 32);
+    CHECK(topology.device_count(Topology::root()) == 6212);
+    const auto cpu = static_cast<Eigen::Index>(topology.schema().index_of("cpu_milli"));
+    const DomainId first = topology.domains_at(topology.host_level())[0];
+    CHECK(topology.local_name(first) == "openb-node-0000");
+    CHECK(topology.capacity(first)(cpu) == 64000);
+    CHECK_THROWS_WITH_AS(shapes::load_openb_nodes("/nonexistent.csv"),
+                         doctest::Contains("/nonexistent.csv"), std::runtime_error);
+  }
+
+  TEST_CASE("topology builder rejects malformed trees, naming the domain") {
+    TopologyBuilder builder({"cluster", "node", "gpu"}, ResourceSchema::standard(), "gpu", "node");
+    const auto node = builder.add(TopologyBuilder::root(), "node", "n0");
+    CHECK_THROWS_WITH_AS(builder.add(node, "rack", "x"), doctest::Contains("'rack'"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(builder.add(node, "node", "n1"), doctest::Contains("deeper"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(builder.add(TopologyBuilder::root(), "node", "n0"),
+                         doctest::Contains("already exists"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        builder.add(node, "gpu", "g0", ResourceSchema::standard().make({{"cpu_milli", 1}})),
+        doctest::Contains("cpu_milli"), std::invalid_argument);
+    const auto gpu =
+        builder.add(node, "gpu", "g0", ResourceSchema::standard().make({{"gpu_milli", 1000}}));
+    CHECK_THROWS_WITH_AS(builder.add(gpu, "gpu", "g1"), doctest::Contains("leaves"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(ResourceSchema::standard().make({{"gpu_milli", -1}}), std::invalid_argument);
+    CHECK_THROWS_AS(ResourceSchema::standard().make({{"tpu", 1}}), std::invalid_argument);
+    const Topology topology = builder.build();
+    CHECK(topology.size() == 3);
+    CHECK_THROWS_WITH_AS((void)topology.level_index("rack"), doctest::Contains("levels: cluster, node, gpu"),
+                         std::invalid_argument);
+  }
+
+  TEST_CASE("allocation rejects invalid operations and leaves state unchanged") {
+    auto topology = shared(shapes::single_machine(shapes::hgx_h100()));
+    Allocation state(topology);
+    const Placement first = start(state, gpu_job(1, 5, 2));
+    const auto before = state.used(Topology::root());
+
+    CHECK_THROWS_WITH_AS(state.add(gpu_job(1, 5, 2), first), doctest::Contains("already running"),
+                         std::invalid_argument);
+    // Over-capacity: the same devices again under a new id.
+    CHECK_THROWS_WITH_AS(state.add(gpu_job(2, 5, 2), first), doctest::Contains("over-commits"),
+                         std::invalid_argument);
+    // A placement whose replica count is wrong.
+    CHECK_THROWS_WITH_AS(state.add(gpu_job(3, 5, 2, 2), first), doctest::Contains("placement has 1"),
+                         std::invalid_argument);
+    // Unknown level in a requirement.
+    CHECK_THROWS_WITH_AS(state.add(gpu_job(4, 5, 2, 1, TopologyRequirement::guaranteed("nvl")), first),
+                         doctest::Contains("unknown topology level 'nvl'"), std::invalid_argument);
+    Workload negative = gpu_job(5, 5, 1);
+    negative.demand.resources(2) = -5;
+    CHECK_THROWS_WITH_AS(state.add(negative, first), doctest::Contains("negative demand"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(state.remove(WorkloadId{99}), std::out_of_range);
+    CHECK(state.used(Topology::root()) == before);
+    CHECK(state.size() == 1);
+    check_aggregates(state);
+  }
+
+  TEST_CASE("guaranteed scopes are honoured and checked") {
+    auto topology = shared(shapes::single_machine(shapes::rtx4090_server()));
+    Allocation state(topology);
+    // Two GPUs in one NUMA node never exist on this server: guaranteed numa cannot fit.
+    const auto numa2 = find_placement(state, gpu_job(1, 5, 2, 1, TopologyRequirement::guaranteed("numa")));
+    CHECK_FALSE(numa2.found);
+    const auto socket2 =
+        find_placement(state, gpu_job(1, 5, 2, 1, TopologyRequirement::guaranteed("socket")));
+    REQUIRE(socket2.found);
+    CHECK(topology->levels()[socket2.replica_level] == "socket");
+    // Best effort at numa still places the job, at socket tier.
+    const auto best = find_placement(state, gpu_job(1, 5, 2, 1, TopologyRequirement::best_effort("numa")));
+    REQUIRE(best.found);
+    CHECK(topology->levels()[best.replica_level] == "socket");
+    // A node-scoped placement handed to a guaranteed-numa workload is refused.
+    CHECK_THROWS_WITH_AS(
+        state.add(gpu_job(2, 5, 2, 1, TopologyRequirement::guaranteed("numa")), socket2.placement),
+        doctest::Contains("numa"), std::invalid_argument);
+  }
+
+  TEST_CASE("gang placement in one rack") {
+    auto topology = shared(shapes::cluster(shapes::dense_8gpu_server(), 8, 4));
+    Allocation state(topology);
+    const Workload gang = gpu_job(1, 5, 4, 6, TopologyRequirement::guaranteed("socket"),
+                                  TopologyRequirement::guaranteed("rack"));
+    const auto found = find_placement(state, gang);
+    REQUIRE(found.found);
+    CHECK(topology->levels()[found.gang_level] == "rack");
+    state.add(gang, found.placement);
+    check_aggregates(state);
+    // 4 nodes x 2 sockets per rack = 8 slots per rack: a second gang of 6 fits only in rack 1.
+    const auto second = find_placement(state, gpu_job(2, 5, 4, 6, TopologyRequirement::guaranteed("socket"),
+                                                      TopologyRequirement::guaranteed("rack")));
+    REQUIRE(second.found);
+    CHECK(second.gang_domain != found.gang_domain);
+    CHECK(replicas_that_fit(state, ResolvedDemand::of(gang, *topology), found.gang_domain) == 2);
+  }
+
+  TEST_CASE("GPU shares from the openb trace pack onto one device") {
+    auto topology = shared(shapes::single_machine(shapes::openb_node("T4", 2, 104000, 524288)));
+    Allocation state(topology);
+    Workload share = gpu_job(1, 1, 0);
+    share.demand.resources = topology->schema().make({{"gpu_milli", 460}, {"cpu_milli", 6000}});
+    const ResolvedDemand demand = ResolvedDemand::of(share, *topology);
+    CHECK(replicas_that_fit(state, demand, Topology::root()) == 4);  // 2 per GPU
+    start(state, share);
+    share.id = WorkloadId{2};
+    const Placement second = start(state, share);
+    CHECK(state.idle_devices(Topology::root()) == 1);  // best fit stacked both on one GPU
+    CHECK(second.devices(*topology).size() == 1);
+    check_aggregates(state);
+  }
+
+  TEST_CASE("elastic shrink drops chosen replicas") {
+    auto topology = shared(shapes::single_machine(shapes::hgx_h100()));
+    Allocation state(topology);
+    Workload elastic = gpu_job(1, 1, 2, 3);
+    elastic.min_replicas = 1;
+    start(state, elastic);
+    CHECK(state.idle_devices(Topology::root()) == 2);
+    const std::vector<std::int32_t> drop{0, 2};
+    state.shrink(WorkloadId{1}, drop);
+    CHECK(state.workload(WorkloadId{1}).replicas == 1);
+    CHECK(state.idle_devices(Topology::root()) == 6);
+    check_aggregates(state);
+    const std::vector<std::int32_t> too_many{0};
+    CHECK_THROWS_WITH_AS(state.shrink(WorkloadId{1}, too_many), doctest::Contains("minimum 1"),
+                         std::invalid_argument);
+  }
+
+  TEST_CASE("randomised add/remove keeps incremental aggregates equal to a recount") {
+    auto topology = shared(shapes::cluster(shapes::rtx4090_server(), 6, 3));
+    Allocation state(topology);
+    std::mt19937_64 random(20261121);
+    std::vector<WorkloadId> running;
+    std::uint64_t next_id = 1;
+    for (int step = 0; step < 600; ++step) {
+      if (running.empty() || random() % 3 != 0) {
+        const auto gpus = static_cast<std::int32_t>(1 + random() % 3);
+        const auto replicas = static_cast<std::int32_t>(1 + random() % 2);
+        Workload workload = gpu_job(next_id++, static_cast<std::int32_t>(random() % 10), gpus, replicas);
+        if (random() % 2 == 0) workload.replica_scope = TopologyRequirement::guaranteed("socket");
+        const auto found = find_placement(state, workload);
+        if (!found.found) continue;
+        state.add(workload, found.placement);
+        running.push_back(workload.id);
+      } else {
+        const std::size_t victim = random() % running.size();
+        state.remove(running[victim]);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(victim));
+      }
+      if (step % 50 == 0) check_aggregates(state);
+    }
+    check_aggregates(state);
+  }
+}
