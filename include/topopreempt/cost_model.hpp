@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file cost_model.hpp
+/// `CostModel`: what evicting or shrinking one victim costs. Costs are additive over victims,
+/// non-negative and finite; solvers minimise their sum.
+
+#include <algorithm>
+#include <cmath>
+#include <concepts>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/allocation.hpp"
+#include "topopreempt/workload.hpp"
+
+namespace topopreempt {
+
+/// A cost model prices two actions on a running workload `victim`:
+/// - `evict(victim)`: preempt the whole gang;
+/// - `shrink(victim, dropped)`: drop `dropped` (>= 1) replicas of an elastic workload.
+/// Both must be finite, >= 0, and `shrink(v, k)` <= `evict(v)` is expected (not required).
+/// Models are small value types; they must be safe to call concurrently (const, no state).
+template <class Model>
+concept CostModel = requires(const Model& model, const Workload& victim, std::int32_t dropped) {
+  { model.evict(victim) } -> std::convertible_to<double>;
+  { model.shrink(victim, dropped) } -> std::convertible_to<double>;
+  { Model::name } -> std::convertible_to<std::string_view>;
+};
+
+namespace cost {
+
+/// Number of disrupted workloads: 1 per eviction, 1 per shrink.
+struct victim_count {
+  static constexpr std::string_view name = "victim_count";
+  [[nodiscard]] double evict(const Workload&) const noexcept { return 1.0; }
+  [[nodiscard]] double shrink(const Workload&, std::int32_t) const noexcept { return 1.0; }
+};
+
+/// Priority-weighted: `priority + offset` per evicted workload (offset 2^31 makes every int32
+/// priority positive, as the topology-aware preemption paper does), pro rata per dropped
+/// replica for a shrink. Prefers few, low-priority victims.
+struct priority_weighted {
+  static constexpr std::string_view name = "priority_weighted";
+  double offset = 2147483648.0;
+  [[nodiscard]] double evict(const Workload& victim) const noexcept {
+    return static_cast<double>(victim.priority) + offset;
+  }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
+    return evict(victim) * dropped / std::max(victim.replicas, 1);
+  }
+};
+
+/// Kubernetes' DefaultPreemption order as an additive cost. Kubernetes picks the node whose
+/// victims have (1) the lowest highest priority, then (2) the smallest priority sum, then
+/// (3) the fewest victims. Each victim costs `base^rank(priority)` (rank 1 = lowest distinct
+/// priority in `priorities`), so criterion (1) holds exactly while a candidate set has fewer
+/// than `base` victims; ties are then broken by fewer victims at each priority from the top,
+/// which refines (2)-(3). Exact in double precision while ranks x log2(base) <= 52.
+class kubernetes_order {
+ public:
+  static constexpr std::string_view name = "kubernetes_order";
+  /// `priorities`: every priority a victim may have (e.g. all running priorities).
+  explicit kubernetes_order(std::vector<std::int32_t> priorities, double base = 1024.0)
+      : priorities_(std::move(priorities)), base_(base) {
+    std::sort(priorities_.begin(), priorities_.end());
+    priorities_.erase(std::unique(priorities_.begin(), priorities_.end()), priorities_.end());
+    if (!(base_ >= 2.0)) throw std::invalid_argument("kubernetes_order: base must be >= 2");
+    if (std::log2(base_) * static_cast<double>(priorities_.size()) > 1000.0) {
+      throw std::invalid_argument("kubernetes_order: too many distinct priorities for doubles");
+    }
+  }
+  /// Collects the priorities of every running workload of `state`.
+  [[nodiscard]] static kubernetes_order of(const Allocation& state, double base = 1024.0) {
+    std::vector<std::int32_t> priorities;
+    state.for_each_workload([&](const Workload& w) { priorities.push_back(w.priority); });
+    return kubernetes_order(std::move(priorities), base);
+  }
+  [[nodiscard]] double evict(const Workload& victim) const {
+    const auto it = std::lower_bound(priorities_.begin(), priorities_.end(), victim.priority);
+    if (it == priorities_.end() || *it != victim.priority) {
+      throw std::invalid_argument("kubernetes_order: priority " + std::to_string(victim.priority) +
+                                  " of " + victim.label() + " was not registered");
+    }
+    return std::pow(base_, static_cast<double>(it - priorities_.begin()));
+  }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t) const { return evict(victim); }
+
+ private:
+  std::vector<std::int32_t> priorities_;
+  double base_;
+};
+
+/// Lost work: GPU-seconds since the last checkpoint (whole devices, or the share in GPUs,
+/// times replicas times `seconds_since_checkpoint`), plus `floor` per victim so that a victim
+/// that just checkpointed is still not free to evict.
+struct lost_work {
+  static constexpr std::string_view name = "lost_work";
+  double floor = 1.0;
+  [[nodiscard]] static double gpus_per_replica(const Workload& victim) noexcept {
+    if (victim.demand.whole_devices > 0) return victim.demand.whole_devices;
+    // A share: gpu_milli is dimension 0 of the standard schema; other schemas count 1 device.
+    return victim.demand.resources.size() > 0 ? static_cast<double>(victim.demand.resources(0)) / 1000.0
+                                              : 1.0;
+  }
+  [[nodiscard]] double evict(const Workload& victim) const noexcept {
+    return floor + gpus_per_replica(victim) * victim.replicas *
+                       std::max(victim.cost.seconds_since_checkpoint, 0.0);
+  }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
+    return floor + gpus_per_replica(victim) * dropped *
+                       std::max(victim.cost.seconds_since_checkpoint, 0.0);
+  }
+};
+
+/// Model reload cost (Compass): seconds to load the victim's model back into GPU memory,
+/// `model_size_gib / bandwidth_gib_per_s` per replica, plus `floor` per victim.
+struct reload_time {
+  static constexpr std::string_view name = "reload_time";
+  double bandwidth_gib_per_s = 2.0;
+  double floor = 1.0;
+  [[nodiscard]] double evict(const Workload& victim) const noexcept {
+    return floor + victim.replicas * std::max(victim.cost.model_size_gib, 0.0) / bandwidth_gib_per_s;
+  }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
+    return floor + dropped * std::max(victim.cost.model_size_gib, 0.0) / bandwidth_gib_per_s;
+  }
+};
+
+/// `first_weight * First + second_weight * Second`: combine any two models.
+template <CostModel First, CostModel Second>
+struct weighted_sum {
+  static constexpr std::string_view name = "weighted_sum";
+  First first;
+  Second second;
+  double first_weight = 1.0;
+  double second_weight = 1.0;
+  [[nodiscard]] double evict(const Workload& victim) const {
+    return first_weight * first.evict(victim) + second_weight * second.evict(victim);
+  }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const {
+    return first_weight * first.shrink(victim, dropped) + second_weight * second.shrink(victim, dropped);
+  }
+};
+
+}  // namespace cost
+
+/// Checks a model's answer: finite and non-negative, else `std::invalid_argument` naming the
+/// model and the victim (solvers call this; a bad price must not produce a silent plan).
+[[nodiscard]] inline double checked_cost(double value, std::string_view model, const Workload& victim) {
+  if (!std::isfinite(value) || value < 0.0) {
+    throw std::invalid_argument("cost model '" + std::string(model) + "' priced " + victim.label() +
+                                " at " + std::to_string(value) + "; costs must be finite and >= 0");
+  }
+  return value;
+}
+
+}  // namespace topopreempt
