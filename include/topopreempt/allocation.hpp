@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,6 +22,24 @@
 #include "topopreempt/workload.hpp"
 
 namespace topopreempt {
+
+/// Read-only, non-owning view of one running workload and its placement entries, valid until
+/// the next mutation of the state. Lets hot loops read footprints without copying them.
+struct WorkloadView {
+  const Workload& workload;
+  std::span<const DomainId> domains;  ///< one per placement entry
+  const Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic>& amounts;  ///< dims x entries
+  std::span<const std::uint32_t> replica_begin;  ///< first entry of each replica
+
+  /// Entry range [first, last) of replica `r`.
+  [[nodiscard]] std::pair<std::size_t, std::size_t> replica_entries(std::size_t r) const {
+    return {replica_begin[r], r + 1 < replica_begin.size() ? replica_begin[r + 1] : domains.size()};
+  }
+  /// Amount of entry `e` in dimension `dim`.
+  [[nodiscard]] Amount amount(std::size_t e, std::size_t dim) const {
+    return amounts(static_cast<Eigen::Index>(dim), static_cast<Eigen::Index>(e));
+  }
+};
 
 /// The cluster state over one `Topology`.
 ///
@@ -117,6 +136,31 @@ class Allocation {
   /// Ids of the workloads holding anything on host-level domain `host` (unordered).
   [[nodiscard]] std::span<const WorkloadId> occupants(DomainId host) const {
     return occupants_[host_ordinal(host)];
+  }
+  /// Non-owning view of running workload `id` (throws `std::out_of_range` when unknown).
+  [[nodiscard]] WorkloadView view(WorkloadId id) const {
+    const Record& record = records_[slot_of(id)];
+    return {record.workload, record.domains, record.amounts, record.replica_begin};
+  }
+  /// Calls `visit(WorkloadView)` for each workload on host-level domain `host`, in ascending id
+  /// order (deterministic whatever the add/remove history).
+  template <class Visitor>
+  void for_each_occupant(DomainId host, Visitor&& visit) const {
+    const auto& list = occupants_[host_ordinal(host)];
+    // Occupant lists are tiny (a handful per node): a copy-and-sort on the stack is cheap.
+    constexpr std::size_t small = 64;
+    std::array<WorkloadId, small> buffer{};
+    std::vector<WorkloadId> heap;
+    std::span<WorkloadId> ids;
+    if (list.size() <= small) {
+      std::copy(list.begin(), list.end(), buffer.begin());
+      ids = std::span<WorkloadId>(buffer.data(), list.size());
+    } else {
+      heap.assign(list.begin(), list.end());
+      ids = heap;
+    }
+    std::sort(ids.begin(), ids.end());
+    for (WorkloadId id : ids) visit(view(id));
   }
 
   /// Starts `workload` at `placement`. Throws `std::invalid_argument` (state unchanged) on an

@@ -1,0 +1,758 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file detail/preemption_context.hpp
+/// What every solver shares: eligibility, topology tiers, candidate target domains, a cheap
+/// scan of each domain with a fractional lower bound, an exact feasibility oracle, and the
+/// assembly of the final plan with its explanation. Solvers differ only in how they choose
+/// victims inside one target domain (`DomainSearch`).
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/allocation.hpp"
+#include "topopreempt/capacity_view.hpp"
+#include "topopreempt/cost_model.hpp"
+#include "topopreempt/placement_search.hpp"
+#include "topopreempt/preemption_plan.hpp"
+
+namespace topopreempt::detail {
+
+using Clock = std::chrono::steady_clock;
+
+/// One way to treat a candidate victim: evict it (no dropped replicas) or drop some replicas.
+struct VictimOption {
+  double cost = 0.0;
+  std::vector<std::int32_t> dropped;  ///< empty = evict the whole gang
+  std::vector<double> gain;           ///< freed per relaxation dimension (upper bound)
+};
+
+/// A running workload that may be preempted for the current target domain.
+struct CandidateVictim {
+  WorkloadId id;
+  const Workload* workload = nullptr;
+  std::vector<VictimOption> options;  ///< [0] = evict; then shrinks dropping 1, 2, ... replicas
+};
+
+/// One topology tier: the demand with its levels made concrete (best-effort levels become
+/// guaranteed at the tier's level) and the level of the candidate target domains.
+struct Tier {
+  ResolvedDemand demand;
+  LevelIndex target_level = 0;
+  int penalty = 0;  ///< levels short of the preferred ones (0 = preferred met)
+  std::string label;
+};
+
+/// Marks the "whole idle devices" relaxation dimension.
+inline constexpr std::size_t whole_device_dimension = std::numeric_limits<std::size_t>::max();
+
+/// The victim-selection problem inside one target domain.
+struct DomainProblem {
+  DomainId target;
+  const Tier* tier = nullptr;
+  std::vector<CandidateVictim> victims;  ///< ascending id
+  std::vector<std::size_t> dims;         ///< relaxation dimensions (schema index or whole devices)
+  std::vector<DomainId> measured_in;     ///< where each relaxation dimension is measured
+  std::vector<double> demand_total;      ///< the preemptor's total demand per relaxation dim
+  std::vector<double> need;              ///< deficit per relaxation dimension (>= 0)
+  std::vector<std::string> dimension_names;
+  double lower_bound = 0.0;
+};
+
+/// What a per-domain search found.
+struct DomainOutcome {
+  bool found = false;
+  double cost = 0.0;
+  std::vector<std::int32_t> choice;  ///< per victim: -1 = spared, else option index
+  bool exact = false;                ///< proven minimum for this domain
+  bool limit_reached = false;
+  double lower_bound = 0.0;          ///< proven bound for this domain (== cost when exact)
+  std::string note;                  ///< e.g. why an exact method was not applicable
+};
+
+/// A relaxation dimension that cannot be covered: `have` of `need` (capacity, or what all
+/// `victims` eligible victims would free).
+struct Shortfall {
+  std::size_t dim = 0;
+  double have = 0.0;
+  double need = 0.0;
+  std::size_t victims = 0;
+};
+
+/// Why a domain lost, kept as numbers and formatted only for the few domains a plan lists.
+struct Rejection {
+  enum class Kind : std::uint8_t { too_small, hopeless, bound, costlier, not_searched, no_better };
+  DomainId domain;
+  Kind kind = Kind::bound;
+  Shortfall shortfall;
+  double value = 0.0;  ///< the domain's bound or cost
+  double best = 0.0;   ///< the best cost it was compared with
+  std::string note;
+};
+
+/// Limits shared by solvers that honour them.
+struct SearchLimits {
+  std::uint64_t max_nodes = 2'000'000;
+  std::chrono::nanoseconds time_limit = std::chrono::seconds(10);
+};
+
+/// Fractional covering bound: for each relaxation dimension, cover `need` with the cheapest
+/// gain per unit cost (each victim at its best option ratio, up to its eviction gain); the
+/// bound is the largest of these. Valid because any feasible choice must cover every
+/// dimension's aggregate deficit and pays at least that ratio for what it frees.
+[[nodiscard]] inline double fractional_bound(const std::vector<double>& need,
+                                             const std::vector<CandidateVictim>& victims,
+                                             std::size_t first = 0,
+                                             std::vector<std::pair<double, double>>* scratch = nullptr) {
+  std::vector<std::pair<double, double>> local;
+  auto& items = scratch ? *scratch : local;
+  double bound = 0.0;
+  for (std::size_t d = 0; d < need.size(); ++d) {
+    if (need[d] <= 0.0) continue;
+    items.clear();
+    for (std::size_t v = first; v < victims.size(); ++v) {
+      double ratio = std::numeric_limits<double>::infinity();
+      for (const auto& option : victims[v].options) {
+        if (option.gain[d] > 0.0) ratio = std::min(ratio, option.cost / option.gain[d]);
+      }
+      if (std::isfinite(ratio)) items.emplace_back(ratio, victims[v].options.front().gain[d]);
+    }
+    std::sort(items.begin(), items.end());
+    double remaining = need[d];
+    double cost = 0.0;
+    for (const auto& [ratio, gain] : items) {
+      const double take = std::min(gain, remaining);
+      cost += take * ratio;
+      remaining -= take;
+      if (remaining <= 0.0) break;
+    }
+    if (remaining > 1e-9) return std::numeric_limits<double>::infinity();
+    bound = std::max(bound, cost);
+  }
+  return bound;
+}
+
+/// Exact feasibility of a victim choice inside one target: releases the chosen entries into
+/// an overlay of the state and counts how many replicas then fit.
+class FeasibilityOracle {
+ public:
+  FeasibilityOracle(const Allocation& state, const DomainProblem& problem)
+      : state_(&state), problem_(&problem), overlay_(state) {}
+
+  /// Applies (+1) or undoes (-1) option `option` of victim `v`.
+  void apply(std::size_t v, std::size_t option, int sign) {
+    const CandidateVictim& victim = problem_->victims[v];
+    const WorkloadView view = state_->view(victim.id);
+    const auto& dropped = victim.options[option].dropped;
+    const auto release_replica = [&](std::size_t r) {
+      const auto [first, last] = view.replica_entries(r);
+      for (std::size_t e = first; e < last; ++e) {
+        entry_.resize(1);
+        entry_[0].domain = view.domains[e];
+        entry_[0].amount = view.amounts.col(static_cast<Eigen::Index>(e));
+        if (sign > 0) {
+          overlay_.release(entry_);
+        } else {
+          overlay_.consume(entry_);
+        }
+      }
+    };
+    if (dropped.empty()) {
+      for (std::size_t r = 0; r < view.replica_begin.size(); ++r) release_replica(r);
+    } else {
+      for (std::int32_t r : dropped) release_replica(static_cast<std::size_t>(r));
+    }
+  }
+  /// Whether the preemptor fits in the target with the applied victims gone.
+  [[nodiscard]] bool feasible() const {
+    return replicas_that_fit(overlay_, problem_->tier->demand, problem_->target) >=
+           problem_->tier->demand.replicas;
+  }
+  /// Deficit per relaxation dimension with the applied victims gone.
+  void deficit(std::vector<double>& out) const {
+    out.resize(problem_->dims.size());
+    for (std::size_t k = 0; k < problem_->dims.size(); ++k) {
+      const std::size_t dim = problem_->dims[k];
+      const DomainId where = problem_->measured_in[k];
+      const double free = dim == whole_device_dimension
+                              ? static_cast<double>(overlay_.idle_devices(where))
+                              : static_cast<double>(overlay_.free(where, dim));
+      out[k] = std::max(0.0, problem_->demand_total[k] - free);
+    }
+  }
+  /// The overlay (for the final placement).
+  [[nodiscard]] const OverlayView<Allocation>& view() const noexcept { return overlay_; }
+
+ private:
+  const Allocation* state_;
+  const DomainProblem* problem_;
+  OverlayView<Allocation> overlay_;
+  std::vector<PlacementEntry> entry_;
+};
+
+/// Everything a solver needs about one decision. Built once per `solve` call.
+template <CostModel Model>
+class PreemptionContext {
+ public:
+  PreemptionContext(const Allocation& state, const Workload& preemptor, const Model& model)
+      : state_(state), preemptor_(preemptor), model_(model), topology_(state.topology()),
+        demand_(ResolvedDemand::of(preemptor, state.topology())) {
+    if (state.contains(preemptor.id)) {
+      throw std::invalid_argument(preemptor.label() + " is already running; a preemptor must be pending");
+    }
+    build_tiers();
+  }
+
+  [[nodiscard]] const Allocation& state() const noexcept { return state_; }
+  [[nodiscard]] const Workload& preemptor() const noexcept { return preemptor_; }
+  [[nodiscard]] const Topology& topology() const noexcept { return topology_; }
+  [[nodiscard]] const ResolvedDemand& demand() const noexcept { return demand_; }
+  [[nodiscard]] const std::vector<Tier>& tiers() const noexcept { return tiers_; }
+
+  /// Only strictly lower-priority, preemptible workloads may be victims.
+  [[nodiscard]] bool eligible(const Workload& workload) const noexcept {
+    return workload.preemptible && workload.priority < preemptor_.priority;
+  }
+
+  /// Candidate target domains of a tier, ascending id.
+  [[nodiscard]] std::span<const DomainId> targets(const Tier& tier) const {
+    return topology_.domains_at(tier.target_level);
+  }
+
+  /// The domain whose subtree holds everything a target's replicas may draw from: the target,
+  /// or the pool root above it when the target lies below the pools (e.g. a PCIe switch whose
+  /// CPUs belong to its NUMA node).
+  [[nodiscard]] DomainId reach(const Tier& tier, DomainId target) const {
+    DomainId reach = target;
+    for (Eigen::Index i = 0; i < tier.demand.pooled.size(); ++i) {
+      if (tier.demand.pooled(i) == 0) continue;
+      const DomainId root = pool_root(topology_, target, static_cast<std::size_t>(i));
+      if (root.valid() && topology_.contains(root, reach)) reach = root;
+    }
+    return reach;
+  }
+
+  /// Relaxation dimensions of a tier: 0 = whole devices (if asked), then every device-share
+  /// and pooled dimension with demand. `aggregate_domain` says where each is measured.
+  [[nodiscard]] std::vector<std::size_t> relaxation_dims(const Tier& tier) const {
+    std::vector<std::size_t> dims;
+    if (tier.demand.whole_devices > 0) dims.push_back(whole_device_dim);
+    for (Eigen::Index i = 0; i < tier.demand.pooled.size(); ++i) {
+      if (tier.demand.pooled(i) > 0 || (tier.demand.has_share && tier.demand.share(i) > 0)) {
+        dims.push_back(static_cast<std::size_t>(i));
+      }
+    }
+    return dims;
+  }
+  [[nodiscard]] std::string dimension_name(std::size_t dim) const {
+    return dim == whole_device_dim ? std::string("whole ") + topology_.levels()[topology_.device_level()] + "s"
+                                   : topology_.schema()[dim].name;
+  }
+  /// Where dimension `dim` is measured for `target`.
+  [[nodiscard]] DomainId aggregate_domain(DomainId target, std::size_t dim) const {
+    if (dim == whole_device_dim || topology_.schema().is_device(dim)) return target;
+    const DomainId root = pool_root(topology_, target, dim);
+    return (root.valid() && topology_.contains(target, root)) ? target : (root.valid() ? root : target);
+  }
+  /// Total demand of dimension `dim`.
+  [[nodiscard]] double total_demand(const Tier& tier, std::size_t dim) const {
+    const auto r = static_cast<double>(tier.demand.replicas);
+    if (dim == whole_device_dim) return r * static_cast<double>(tier.demand.whole_devices);
+    const auto i = static_cast<Eigen::Index>(dim);
+    return r * static_cast<double>(tier.demand.pooled(i) + tier.demand.share(i));
+  }
+  /// Free amount of dimension `dim` in `domain` under `view`.
+  template <CapacityView View>
+  [[nodiscard]] double free_in(const View& view, DomainId domain, std::size_t dim) const {
+    return dim == whole_device_dim ? static_cast<double>(view.idle_devices(domain))
+                                   : static_cast<double>(view.free(domain, dim));
+  }
+
+  /// Static check on capacities alone: can the target ever hold the preemptor? Returns the
+  /// failing relaxation dimension with capacity and demand.
+  [[nodiscard]] std::optional<Shortfall> too_small(const Tier& tier, DomainId target) const {
+    for (std::size_t dim : relaxation_dims(tier)) {
+      const DomainId where = aggregate_domain(target, dim);
+      const double capacity =
+          dim == whole_device_dim
+              ? static_cast<double>(topology_.device_count(where))
+              : static_cast<double>(topology_.capacity(where)(static_cast<Eigen::Index>(dim)));
+      if (capacity < total_demand(tier, dim)) return Shortfall{dim, capacity, total_demand(tier, dim), 0};
+    }
+    return std::nullopt;
+  }
+
+  /// Reads the eligible victims of `target` into `problem` with their options and gains, the
+  /// aggregate deficits and the fractional lower bound. Returns a reason when the target is
+  /// hopeless even if every eligible victim went.
+  std::optional<Shortfall> build_problem(const Tier& tier, DomainId target,
+                                         DomainProblem& problem) const {
+    problem.target = target;
+    problem.tier = &tier;
+    problem.victims.clear();
+    problem.dims = relaxation_dims(tier);
+    const std::vector<std::size_t>& dims = problem.dims;
+    problem.need.assign(dims.size(), 0.0);
+    problem.dimension_names.clear();
+    problem.measured_in.clear();
+    problem.demand_total.clear();
+    for (std::size_t k = 0; k < dims.size(); ++k) {
+      problem.dimension_names.push_back(dimension_name(dims[k]));
+      const DomainId where = aggregate_domain(target, dims[k]);
+      problem.measured_in.push_back(where);
+      problem.demand_total.push_back(total_demand(tier, dims[k]));
+      problem.need[k] = std::max(0.0, total_demand(tier, dims[k]) - free_in(state_, where, dims[k]));
+    }
+    const DomainId scope = reach(tier, target);
+    const LevelIndex host_level = topology_.host_level();
+    std::span<const DomainId> hosts;
+    DomainId single_host;
+    if (topology_.level(scope) >= host_level) {
+      single_host = topology_.ancestor_at(scope, host_level);
+      hosts = std::span<const DomainId>(&single_host, 1);
+    } else {
+      hosts = topology_.domains_at(host_level, scope);
+    }
+    for (DomainId host : hosts) {
+      state_.for_each_occupant(host, [&](const WorkloadView& view) {
+        if (!eligible(view.workload)) return;
+        for (const auto& seen : problem.victims) {
+          if (seen.id == view.workload.id) return;  // a gang met on an earlier host
+        }
+        CandidateVictim victim{view.workload.id, &view.workload, {}};
+        add_options(tier, target, dims, view, victim);
+        if (victim.options.empty()) return;
+        problem.victims.push_back(std::move(victim));
+      });
+    }
+    std::sort(problem.victims.begin(), problem.victims.end(),
+              [](const auto& a, const auto& b) { return a.id < b.id; });
+    for (std::size_t k = 0; k < dims.size(); ++k) {
+      double total = 0.0;
+      for (const auto& victim : problem.victims) total += victim.options.front().gain[k];
+      if (total + 1e-9 < problem.need[k]) {
+        return Shortfall{dims[k], total, problem.need[k], problem.victims.size()};
+      }
+    }
+    problem.lower_bound = fractional_bound(problem.need, problem.victims);
+    return std::nullopt;
+  }
+
+  /// Prices option `option` of `victim`.
+  [[nodiscard]] double price(const Workload& victim, std::size_t dropped) const {
+    return dropped == 0 ? checked_cost(model_.evict(victim), Model::name, victim)
+                        : checked_cost(model_.shrink(victim, static_cast<std::int32_t>(dropped)),
+                                       Model::name, victim);
+  }
+
+  /// Assembles the final plan from a domain's outcome.
+  PreemptionPlan make_plan(std::string_view solver, const DomainProblem& problem,
+                           const DomainOutcome& outcome, PlanStatus status, double lower_bound,
+                           SolverStatistics statistics, std::vector<DomainVerdict> rejected,
+                           std::uint64_t rejected_total) const {
+    FeasibilityOracle oracle(state_, problem);
+    PreemptionPlan plan;
+    plan.solver = std::string(solver);
+    plan.status = status;
+    for (std::size_t v = 0; v < problem.victims.size(); ++v) {
+      if (outcome.choice[v] < 0) continue;
+      const auto option = static_cast<std::size_t>(outcome.choice[v]);
+      oracle.apply(v, option, +1);
+      const CandidateVictim& candidate = problem.victims[v];
+      const VictimOption& chosen = candidate.options[option];
+      Victim victim;
+      victim.id = candidate.id;
+      victim.action = chosen.dropped.empty() ? VictimAction::evict : VictimAction::shrink;
+      victim.dropped_replicas = chosen.dropped;
+      victim.cost = chosen.cost;
+      victim.reason = describe_gain(problem, chosen);
+      plan.victims.push_back(std::move(victim));
+    }
+    const PlacementSearchResult placement = find_placement(oracle.view(), problem.tier->demand, problem.target);
+    if (!placement.found) {
+      throw std::logic_error("topopreempt: internal error: chosen victims do not free " +
+                             topology_.describe(problem.target));
+    }
+    plan.placement = placement.placement;
+    plan.gang_level = placement.gang_level;
+    plan.replica_level = placement.replica_level;
+    plan.target_domain = problem.target;
+    for (const auto& victim : plan.victims) plan.cost += victim.cost;
+    plan.lower_bound = status == PlanStatus::optimal ? plan.cost : std::min(lower_bound, plan.cost);
+    plan.statistics = statistics;
+    plan.rejected = std::move(rejected);
+    plan.rejected_total = rejected_total;
+    plan.explanation = explain(plan, problem.tier);
+    return plan;
+  }
+
+  /// A plan with zero victims (the preemptor fits) or none at all (infeasible).
+  PreemptionPlan make_plan_without_victims(std::string_view solver, PlanStatus status,
+                                           const PlacementSearchResult* placement,
+                                           SolverStatistics statistics,
+                                           std::vector<DomainVerdict> rejected,
+                                           std::uint64_t rejected_total) const {
+    PreemptionPlan plan;
+    plan.solver = std::string(solver);
+    plan.status = status;
+    if (placement) {
+      plan.placement = placement->placement;
+      plan.target_domain = placement->gang_domain;
+      plan.gang_level = placement->gang_level;
+      plan.replica_level = placement->replica_level;
+    }
+    plan.statistics = statistics;
+    plan.rejected = std::move(rejected);
+    plan.rejected_total = rejected_total;
+    plan.explanation = explain(plan, nullptr);
+    return plan;
+  }
+
+  static constexpr std::size_t whole_device_dim = whole_device_dimension;
+
+  [[nodiscard]] static std::string format_amount(double value) {
+    if (std::abs(value - std::round(value)) < 1e-9) return std::to_string(static_cast<long long>(std::llround(value)));
+    std::string text = std::to_string(value);
+    return text;
+  }
+
+ private:
+  /// Gains of the entries [first, last) of `view` inside the target, per relaxation dim.
+  void add_gain(const Tier& tier, DomainId target, const std::vector<std::size_t>& dims,
+                const WorkloadView& view, std::size_t first, std::size_t last,
+                std::vector<double>& gain) const {
+    (void)tier;
+    for (std::size_t e = first; e < last; ++e) {
+      const DomainId domain = view.domains[e];
+      for (std::size_t k = 0; k < dims.size(); ++k) {
+        const DomainId where = aggregate_domain(target, dims[k]);
+        if (!topology_.contains(where, domain)) continue;
+        if (dims[k] == whole_device_dim) {
+          if (topology_.is_device(domain)) gain[k] += 1.0;
+        } else {
+          gain[k] += static_cast<double>(view.amount(e, dims[k]));
+        }
+      }
+    }
+  }
+
+  void add_options(const Tier& tier, DomainId target, const std::vector<std::size_t>& dims,
+                   const WorkloadView& view, CandidateVictim& victim) const {
+    VictimOption evict;
+    evict.gain.assign(dims.size(), 0.0);
+    add_gain(tier, target, dims, view, 0, view.domains.size(), evict.gain);
+    const DomainId scope = reach(tier, target);
+    std::vector<std::int32_t> inside;  // replicas with an entry in the reach of the target
+    for (std::size_t r = 0; r < view.replica_begin.size(); ++r) {
+      const auto [first, last] = view.replica_entries(r);
+      for (std::size_t e = first; e < last; ++e) {
+        if (topology_.contains(scope, view.domains[e])) {
+          inside.push_back(static_cast<std::int32_t>(r));
+          break;
+        }
+      }
+    }
+    if (inside.empty()) return;  // nothing of it in reach: evicting it cannot help
+    evict.cost = price(view.workload, 0);
+    victim.options.push_back(std::move(evict));
+    const auto shrinkable = std::min<std::int64_t>(view.workload.shrinkable_replicas(),
+                                                   static_cast<std::int64_t>(inside.size()));
+    for (std::int64_t drop = 1; drop <= shrinkable; ++drop) {
+      if (drop == view.workload.replicas) break;  // dropping every replica is an eviction
+      VictimOption shrink;
+      shrink.gain.assign(dims.size(), 0.0);
+      for (std::int64_t k = 0; k < drop; ++k) {
+        const auto r = static_cast<std::size_t>(inside[static_cast<std::size_t>(k)]);
+        shrink.dropped.push_back(inside[static_cast<std::size_t>(k)]);
+        const auto [first, last] = view.replica_entries(r);
+        add_gain(tier, target, dims, view, first, last, shrink.gain);
+      }
+      shrink.cost = price(view.workload, static_cast<std::size_t>(drop));
+      victim.options.push_back(std::move(shrink));
+    }
+  }
+
+  [[nodiscard]] std::string describe_gain(const DomainProblem& problem, const VictimOption& option) const {
+    std::string text = option.dropped.empty() ? "evicted whole" : "shrunk by " + std::to_string(option.dropped.size()) + " replica(s)";
+    text += "; frees";
+    bool any = false;
+    for (std::size_t k = 0; k < problem.need.size(); ++k) {
+      if (option.gain[k] <= 0.0) continue;
+      text += (any ? ", " : " ") + format_amount(option.gain[k]) + " " + problem.dimension_names[k];
+      any = true;
+    }
+    if (!any) text += " nothing binding (needed only to complete a device or pool)";
+    return text + " in " + topology_.describe(problem.target);
+  }
+
+  void build_tiers() {
+    const LevelIndex host = topology_.host_level();
+    std::vector<std::pair<LevelIndex, int>> replica_levels;
+    if (demand_.replica_preferred) {
+      for (int level = *demand_.replica_preferred; level >= host; --level) {
+        replica_levels.emplace_back(static_cast<LevelIndex>(level), *demand_.replica_preferred - level);
+      }
+    } else {
+      replica_levels.emplace_back(demand_.unit_level, 0);
+    }
+    std::vector<std::pair<std::optional<LevelIndex>, int>> gang_levels;
+    if (demand_.replicas == 1) {
+      gang_levels.emplace_back(std::nullopt, 0);  // a single replica is its own gang
+    } else if (demand_.gang_required) {
+      gang_levels.emplace_back(*demand_.gang_required, 0);
+    } else if (demand_.gang_preferred) {
+      for (int level = *demand_.gang_preferred; level >= 0; --level) {
+        gang_levels.emplace_back(static_cast<LevelIndex>(level), *demand_.gang_preferred - level);
+      }
+    } else {
+      gang_levels.emplace_back(LevelIndex{0}, 0);
+    }
+    for (const auto& [gang_level, gang_penalty] : gang_levels) {
+      for (const auto& [replica_level, replica_penalty] : replica_levels) {
+        Tier tier;
+        tier.demand = demand_;
+        tier.demand.unit_level = replica_level;
+        tier.demand.replica_preferred.reset();
+        tier.demand.gang_preferred.reset();
+        tier.demand.gang_required = gang_level;
+        tier.target_level = gang_level ? std::min(*gang_level, replica_level) : replica_level;
+        if (gang_level && *gang_level > replica_level) tier.target_level = *gang_level;
+        if (topology_.domains_at(tier.target_level).empty()) continue;
+        tier.penalty = gang_penalty * 1000 + replica_penalty;
+        tier.label = "replicas in one " + topology_.levels()[replica_level] +
+                     (gang_level ? ", gang in one " + topology_.levels()[*gang_level] : std::string());
+        tiers_.push_back(std::move(tier));
+      }
+    }
+  }
+
+  [[nodiscard]] std::string describe_preemptor() const {
+    std::string text = preemptor_.label() + " (priority " + std::to_string(preemptor_.priority) + "): " +
+                       std::to_string(preemptor_.replicas) + " replica(s) of ";
+    if (demand_.whole_devices > 0) {
+      text += std::to_string(demand_.whole_devices) + " " + topology_.levels()[topology_.device_level()] + "(s)";
+    } else if (demand_.has_share) {
+      text += "a device share " + topology_.schema().format(demand_.share);
+    } else {
+      text += "no devices";
+    }
+    if (demand_.pooled.any()) text += " + " + topology_.schema().format(demand_.pooled);
+    const auto scope = [](const TopologyRequirement& requirement) {
+      return requirement.mode == RequirementMode::none
+                 ? std::string("none")
+                 : std::string(requirement.mode == RequirementMode::guaranteed ? "guaranteed " : "best-effort ") +
+                       requirement.level;
+    };
+    text += "; replica scope " + scope(preemptor_.replica_scope) + ", gang scope " + scope(preemptor_.gang_scope);
+    return text;
+  }
+
+  [[nodiscard]] std::string explain(const PreemptionPlan& plan, const Tier* tier) const {
+    std::string text = plan.solver + " (cost model " + std::string(Model::name) + "): " +
+                       std::string(to_string(plan.status)) + "\n";
+    text += "preemptor: " + describe_preemptor() + "\n";
+    if (plan.status == PlanStatus::no_preemption_needed) {
+      text += "fits without preemption in " + topology_.describe(plan.target_domain) + "\n";
+    } else if (plan.status == PlanStatus::infeasible) {
+      text += "no placement exists even after evicting every eligible victim\n";
+    } else {
+      text += "target: " + topology_.describe(plan.target_domain) + (tier ? " (" + tier->label + ")" : "") + "\n";
+      text += "cost " + format_amount(plan.cost) + ", lower bound " + format_amount(plan.lower_bound) +
+              ", " + std::to_string(plan.victims.size()) + " victim(s):\n";
+      for (const auto& victim : plan.victims) {
+        const Workload& workload = state_.workload(victim.id);
+        text += "  - " + workload.label() + " priority " + std::to_string(workload.priority) + ", cost " +
+                format_amount(victim.cost) + ": " + victim.reason + "\n";
+      }
+    }
+    if (plan.rejected_total > 0) {
+      text += "other domains (" + std::to_string(plan.rejected_total) + " lost; " +
+              std::to_string(plan.rejected.size()) + " shown):\n";
+      for (const auto& verdict : plan.rejected) {
+        text += "  - " + topology_.describe(verdict.domain) + ": " + verdict.reason + "\n";
+      }
+    }
+    return text;
+  }
+
+  const Allocation& state_;
+  const Workload& preemptor_;
+  const Model& model_;
+  const Topology& topology_;
+  ResolvedDemand demand_;
+  std::vector<Tier> tiers_;
+};
+
+/// The search inside one domain: given the problem and the best cost found so far elsewhere
+/// (`incumbent`), return an outcome. Greedy, knapsack and branch-and-bound implement it.
+template <class Search>
+concept DomainSearch = requires(const Search& search, const Allocation& state,
+                                const DomainProblem& problem, double incumbent, SearchLimits limits,
+                                SolverStatistics& statistics) {
+  { search.search(state, problem, incumbent, limits, statistics) } -> std::same_as<DomainOutcome>;
+};
+
+/// How many rejected domains a plan lists (the closest competitors first).
+inline constexpr std::size_t max_listed_verdicts = 12;
+
+/// Collects why domains lost: counts all, keeps the first few of each phase for the plan.
+class RejectionLog {
+ public:
+  void scanned(Rejection rejection) { add(scan_, std::move(rejection)); }
+  void searched(Rejection rejection) { add(search_, std::move(rejection)); }
+  [[nodiscard]] std::uint64_t total() const noexcept { return total_; }
+  /// Searched domains (closest competitors) first, then domains dismissed by the scan.
+  template <CostModel Model>
+  [[nodiscard]] std::vector<DomainVerdict> verdicts(const PreemptionContext<Model>& context) const {
+    std::vector<DomainVerdict> result;
+    for (const auto* list : {&search_, &scan_}) {
+      for (const Rejection& rejection : *list) {
+        if (result.size() == max_listed_verdicts) return result;
+        result.push_back({rejection.domain, describe(context, rejection)});
+      }
+    }
+    return result;
+  }
+
+ private:
+  void add(std::vector<Rejection>& list, Rejection rejection) {
+    ++total_;
+    if (list.size() < max_listed_verdicts) list.push_back(std::move(rejection));
+  }
+  template <CostModel Model>
+  static std::string describe(const PreemptionContext<Model>& context, const Rejection& r) {
+    const auto amount = PreemptionContext<Model>::format_amount;
+    switch (r.kind) {
+      case Rejection::Kind::too_small:
+        return "too small: holds " + amount(r.shortfall.have) + " " + context.dimension_name(r.shortfall.dim) +
+               ", needs " + amount(r.shortfall.need);
+      case Rejection::Kind::hopeless:
+        return "even evicting all " + std::to_string(r.shortfall.victims) + " eligible victims frees " +
+               amount(r.shortfall.have) + " of the " + amount(r.shortfall.need) + " " +
+               context.dimension_name(r.shortfall.dim) + " missing";
+      case Rejection::Kind::bound:
+        return "lower bound " + amount(r.value) + " >= best cost " + amount(r.best);
+      case Rejection::Kind::costlier:
+        return "best victim set costs " + amount(r.value) + " > " + amount(r.best) +
+               (r.note.empty() ? "" : " (" + r.note + ")");
+      case Rejection::Kind::not_searched:
+        return "not searched: limit reached (lower bound " + amount(r.value) + ")";
+      case Rejection::Kind::no_better:
+        return r.note.empty() ? "no victim set here beats " + amount(r.best) : r.note;
+    }
+    return {};
+  }
+
+  std::vector<Rejection> scan_;
+  std::vector<Rejection> search_;
+  std::uint64_t total_ = 0;
+};
+
+/// The driver every solver shares: checks "fits already", then per tier scans every target
+/// domain (capacity check, victims, fractional bound), searches domains in ascending bound
+/// order and skips the rest once their bound cannot beat the best plan (pruning whole
+/// domains unread in depth). Tiers are taken tightest first; the first tier with a plan wins.
+template <CostModel Model, DomainSearch Search>
+PreemptionPlan solve_with(std::string_view solver, const Allocation& state, const Workload& preemptor,
+                          const Model& model, const Search& search, SearchLimits limits) {
+  const auto start = Clock::now();
+  PreemptionContext<Model> context(state, preemptor, model);
+  SolverStatistics statistics;
+  const auto finish = [&](PreemptionPlan plan) {
+    plan.statistics.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return plan;
+  };
+  const PlacementSearchResult now = find_placement(state, context.demand());
+  if (now.found) {
+    return finish(context.make_plan_without_victims(solver, PlanStatus::no_preemption_needed, &now,
+                                                    statistics, {}, 0));
+  }
+  RejectionLog log;
+  bool unproven = false;  // an earlier tier ended at a limit without proving it has no plan
+  const auto tolerance = [](double cost) {
+    return std::isfinite(cost) ? 1e-9 * std::max(1.0, std::abs(cost)) : 0.0;
+  };
+  for (const Tier& tier : context.tiers()) {
+    struct Scanned {
+      double bound;
+      DomainId target;
+    };
+    std::vector<Scanned> scanned;
+    DomainProblem problem;
+    for (DomainId target : context.targets(tier)) {
+      ++statistics.domains_considered;
+      if (auto shortfall = context.too_small(tier, target)) {
+        ++statistics.domains_pruned;
+        log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
+        continue;
+      }
+      const auto shortfall = context.build_problem(tier, target, problem);
+      statistics.victims_considered += problem.victims.size();
+      if (shortfall) {
+        ++statistics.domains_pruned;
+        log.scanned({target, Rejection::Kind::hopeless, *shortfall, 0.0, 0.0, {}});
+        continue;
+      }
+      scanned.push_back({problem.lower_bound, target});
+    }
+    std::sort(scanned.begin(), scanned.end(), [](const Scanned& a, const Scanned& b) {
+      return a.bound < b.bound || (a.bound == b.bound && a.target < b.target);
+    });
+    double best_cost = std::numeric_limits<double>::infinity();
+    std::optional<DomainProblem> best_problem;
+    DomainOutcome best;
+    double open_bound = std::numeric_limits<double>::infinity();  // least bound left unclosed
+    for (const Scanned& item : scanned) {
+      if (item.bound >= best_cost - tolerance(best_cost)) {
+        ++statistics.domains_pruned;
+        log.searched({item.target, Rejection::Kind::bound, {}, item.bound, best_cost, {}});
+        continue;
+      }
+      if (Clock::now() - start > limits.time_limit || statistics.nodes_explored > limits.max_nodes) {
+        statistics.limit_reached = true;
+        open_bound = std::min(open_bound, item.bound);
+        log.searched({item.target, Rejection::Kind::not_searched, {}, item.bound, best_cost, {}});
+        continue;
+      }
+      (void)context.build_problem(tier, item.target, problem);
+      ++statistics.domains_solved;
+      DomainOutcome outcome = search.search(state, problem, best_cost, limits, statistics);
+      if (outcome.limit_reached) statistics.limit_reached = true;
+      if (!outcome.exact) open_bound = std::min(open_bound, std::max(outcome.lower_bound, item.bound));
+      if (outcome.found && outcome.cost < best_cost - tolerance(best_cost)) {
+        if (best_problem) {
+          log.searched({best_problem->target, Rejection::Kind::costlier, {}, best.cost, outcome.cost, best.note});
+        }
+        best_cost = outcome.cost;
+        best = std::move(outcome);
+        best_problem = problem;
+      } else if (outcome.found) {
+        log.searched({item.target, Rejection::Kind::costlier, {}, outcome.cost, best_cost, outcome.note});
+      } else {
+        log.searched({item.target, Rejection::Kind::no_better, {}, 0.0, best_cost, outcome.note});
+      }
+    }
+    if (best_problem) {
+      // Proven when nothing left open (other domains' bounds, and this domain's own bound for
+      // an inexact search) could undercut the winner.
+      const bool proven = !unproven && (best.exact || best.lower_bound >= best_cost - tolerance(best_cost)) &&
+                          open_bound >= best_cost - tolerance(best_cost);
+      const double bound = std::min({best.exact ? best_cost : best.lower_bound, open_bound, best_cost});
+      return finish(context.make_plan(solver, *best_problem, best,
+                                      proven ? PlanStatus::optimal : PlanStatus::feasible,
+                                      proven ? best_cost : bound, statistics, log.verdicts(context),
+                                      log.total()));
+    }
+    if (statistics.limit_reached) unproven = true;
+  }
+  return finish(context.make_plan_without_victims(solver, PlanStatus::infeasible, nullptr, statistics,
+                                                  log.verdicts(context), log.total()));
+}
+
+}  // namespace topopreempt::detail

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file solvers/branch_and_bound.hpp
+/// Exact victim selection over the whole problem (multi-dimensional demand, placement
+/// feasibility down to devices and pools, gangs, elastic shrink) by depth-first
+/// branch-and-bound, with fractional covering bounds, a greedy incumbent, and pruning of whole
+/// domains by bound. Anytime: node and time limits return the best plan with its gap.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+#include "topopreempt/allocation.hpp"
+#include "topopreempt/cost_model.hpp"
+#include "topopreempt/detail/preemption_context.hpp"
+#include "topopreempt/preemption_plan.hpp"
+#include "topopreempt/solvers/greedy.hpp"
+
+namespace topopreempt::solvers {
+
+namespace detail {
+
+/// Depth-first search over victims in a fixed order: at each node, first try each option of
+/// the next victim (evict, then shrinks), then spare it. A node whose victims already free
+/// enough is a leaf (costs are non-negative, so adding victims never helps); a node whose
+/// cost plus the fractional bound of what is still missing reaches the incumbent is pruned.
+class BranchAndBoundSearch {
+ public:
+  BranchAndBoundSearch(const topopreempt::detail::SearchLimits& limits,
+                       topopreempt::detail::Clock::time_point start)
+      : limits_(limits), start_(start) {}
+
+  [[nodiscard]] topopreempt::detail::DomainOutcome search(
+      const Allocation& state, const topopreempt::detail::DomainProblem& problem, double incumbent,
+      const topopreempt::detail::SearchLimits& /*limits*/, SolverStatistics& statistics) const {
+    using namespace topopreempt::detail;
+    // Greedy incumbent first: a good early cost makes the bound bite from the root.
+    DomainOutcome best = GreedySearch{}.search(state, problem, incumbent, limits_, statistics);
+    Run run{*this, state, problem, statistics};
+    run.best_cost = best.found ? std::min(best.cost, incumbent) : incumbent;
+    run.found = false;
+    run.order_victims();
+    run.choice.assign(problem.victims.size(), -1);
+    run.descend(0, 0.0);
+    DomainOutcome outcome;
+    if (run.found) {
+      outcome.found = true;
+      outcome.cost = run.best_cost;
+      outcome.choice = run.best_choice;
+    } else if (best.found && best.cost < incumbent) {
+      outcome = best;  // the search proved greedy optimal (nothing cheaper exists)
+    }
+    outcome.limit_reached = run.stopped;
+    outcome.exact = !run.stopped;
+    // When stopped, the least bound among abandoned subtrees is a valid domain bound.
+    outcome.lower_bound = run.stopped ? std::min(run.open_bound, outcome.found ? outcome.cost : incumbent)
+                                      : (outcome.found ? outcome.cost : incumbent);
+    if (!outcome.found && !run.stopped) outcome.note = "proved: nothing here beats the best";
+    return outcome;
+  }
+
+ private:
+  struct Run {
+    const BranchAndBoundSearch& owner;
+    const Allocation& state;
+    const topopreempt::detail::DomainProblem& problem;
+    SolverStatistics& statistics;
+    topopreempt::detail::FeasibilityOracle oracle{state, problem};
+    std::vector<std::size_t> order;  // position -> victim index
+    std::vector<std::int32_t> choice;
+    std::vector<std::int32_t> best_choice;
+    std::vector<topopreempt::detail::CandidateVictim> remaining_view;
+    std::vector<double> deficit;
+    std::vector<std::pair<double, double>> scratch;
+    std::vector<std::vector<topopreempt::detail::CandidateVictim>> suffixes;
+    double best_cost = std::numeric_limits<double>::infinity();
+    double open_bound = std::numeric_limits<double>::infinity();
+    bool found = false;
+    bool stopped = false;
+
+    Run(const BranchAndBoundSearch& o, const Allocation& s, const topopreempt::detail::DomainProblem& p,
+        SolverStatistics& st)
+        : owner(o), state(s), problem(p), statistics(st) {}
+
+    /// Most useful per cost first: the covering fills fast and the incumbent arrives early.
+    void order_victims() {
+      const auto& victims = problem.victims;
+      order.resize(victims.size());
+      std::vector<double> score(victims.size(), 0.0);
+      for (std::size_t v = 0; v < victims.size(); ++v) {
+        order[v] = v;
+        double useful = 0.0;
+        for (std::size_t k = 0; k < problem.need.size(); ++k) {
+          if (problem.need[k] > 0.0) useful += std::min(victims[v].options.front().gain[k], problem.need[k]) / problem.need[k];
+        }
+        score[v] = useful / std::max(victims[v].options.front().cost, 1e-12);
+      }
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return score[a] > score[b]; });
+      // Suffix copies in search order so the bound of a node reads a contiguous tail.
+      suffixes.clear();
+      std::vector<topopreempt::detail::CandidateVictim> ordered;
+      ordered.reserve(victims.size());
+      for (std::size_t v : order) ordered.push_back(victims[v]);
+      remaining_view = std::move(ordered);
+    }
+
+    [[nodiscard]] bool out_of_budget() {
+      if (statistics.nodes_explored > owner.limits_.max_nodes) return true;
+      // Reading the clock costs ~20 ns: check it every 256 nodes only.
+      if ((statistics.nodes_explored & 255U) == 0 &&
+          topopreempt::detail::Clock::now() - owner.start_ > owner.limits_.time_limit) {
+        return true;
+      }
+      return false;
+    }
+
+    void descend(std::size_t position, double cost) {
+      ++statistics.nodes_explored;
+      const double tolerance = std::isfinite(best_cost) ? 1e-9 * std::max(1.0, std::abs(best_cost)) : 0.0;
+      if (cost >= best_cost - tolerance) return;
+      if (oracle.feasible()) {
+        best_cost = cost;
+        best_choice = choice;
+        found = true;
+        return;
+      }
+      if (position == order.size()) return;
+      oracle.deficit(deficit);
+      const double bound = cost + topopreempt::detail::fractional_bound(deficit, remaining_view, position, &scratch);
+      if (bound >= best_cost - tolerance) return;
+      if (stopped || out_of_budget()) {
+        stopped = true;
+        open_bound = std::min(open_bound, bound);
+        return;
+      }
+      const std::size_t v = order[position];
+      const auto& options = problem.victims[v].options;
+      for (std::size_t o = 0; o < options.size(); ++o) {
+        oracle.apply(v, o, +1);
+        choice[v] = static_cast<std::int32_t>(o);
+        descend(position + 1, cost + options[o].cost);
+        choice[v] = -1;
+        oracle.apply(v, o, -1);
+      }
+      descend(position + 1, cost);
+    }
+  };
+
+  topopreempt::detail::SearchLimits limits_;
+  topopreempt::detail::Clock::time_point start_;
+};
+
+}  // namespace detail
+
+/// Exact branch-and-bound solver. `optimal` unless a limit stops it, in which case the plan
+/// is `feasible` with `lower_bound` and `gap()` telling how far from proven it is.
+///
+/// Guarantees: victims are topology-valid by construction (feasibility is checked with the
+/// same placement model the plan's placement comes from); minimum total cost over every
+/// victim set (and shrink choice) inside every candidate target domain of the tightest
+/// feasible tier. Limits: exponential in the worst case (victims per target domain); the
+/// default node limit (2,000,000) and time limit (10 s) make it anytime.
+///
+/// Thread-safety: `solve` is const and touches only its arguments; concurrent calls on one
+/// shared state are safe while nobody mutates the state.
+class branch_and_bound_solver {
+ public:
+  static constexpr std::string_view name = "branch_and_bound";
+  static constexpr bool is_exact = true;
+
+  /// Stop after `nodes` search nodes (then `feasible` with a gap).
+  branch_and_bound_solver& node_limit(std::uint64_t nodes) & noexcept {
+    limits_.max_nodes = nodes;
+    return *this;
+  }
+  /// Rvalue overload so `branch_and_bound_solver{}.node_limit(1000)` chains on a temporary.
+  branch_and_bound_solver&& node_limit(std::uint64_t nodes) && noexcept {
+    limits_.max_nodes = nodes;
+    return std::move(*this);
+  }
+  /// Stop after `limit` wall time (then `feasible` with a gap).
+  template <class Rep, class Period>
+  branch_and_bound_solver& time_limit(std::chrono::duration<Rep, Period> limit) & noexcept {
+    limits_.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(limit);
+    return *this;
+  }
+  template <class Rep, class Period>
+  branch_and_bound_solver&& time_limit(std::chrono::duration<Rep, Period> limit) && noexcept {
+    limits_.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(limit);
+    return std::move(*this);
+  }
+  /// The limits in force.
+  [[nodiscard]] const topopreempt::detail::SearchLimits& limits() const noexcept { return limits_; }
+
+  /// Chooses minimum-cost victims for `preemptor` under `model`. Throws
+  /// `std::invalid_argument` naming the preemptor when it is invalid or already running.
+  template <CostModel Model>
+  [[nodiscard]] PreemptionPlan solve(const Allocation& state, const Workload& preemptor,
+                                     const Model& model) const {
+    const detail::BranchAndBoundSearch search(limits_, topopreempt::detail::Clock::now());
+    return topopreempt::detail::solve_with(name, state, preemptor, model, search, limits_);
+  }
+
+ private:
+  topopreempt::detail::SearchLimits limits_;
+};
+
+/// Ready-to-use instance.
+inline constexpr branch_and_bound_solver branch_and_bound{};
+
+}  // namespace topopreempt::solvers

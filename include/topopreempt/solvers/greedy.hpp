@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file solvers/greedy.hpp
+/// Greedy victim selection: per candidate domain, add victims by cost per useful freed
+/// resource until the preemptor fits, then drop the ones no longer needed; the cheapest domain
+/// wins. Fast; no optimality claim (plans are `feasible`).
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <vector>
+
+#include "topopreempt/allocation.hpp"
+#include "topopreempt/cost_model.hpp"
+#include "topopreempt/detail/preemption_context.hpp"
+#include "topopreempt/preemption_plan.hpp"
+
+namespace topopreempt::solvers {
+
+namespace detail {
+
+/// The greedy search inside one domain (also the incumbent of branch-and-bound).
+struct GreedySearch {
+  [[nodiscard]] topopreempt::detail::DomainOutcome search(
+      const Allocation& state, const topopreempt::detail::DomainProblem& problem, double /*incumbent*/,
+      const topopreempt::detail::SearchLimits& /*limits*/, SolverStatistics& statistics) const {
+    using namespace topopreempt::detail;
+    FeasibilityOracle oracle(state, problem);
+    DomainOutcome outcome;
+    outcome.choice.assign(problem.victims.size(), -1);
+    std::vector<double> deficit;
+    std::vector<std::size_t> picked;  // in pick order
+    while (!oracle.feasible()) {
+      ++statistics.nodes_explored;
+      oracle.deficit(deficit);
+      // Score each (victim, option): cost per unit of still-missing resource it frees,
+      // normalised per dimension so GPUs and MiB compare.
+      std::size_t best_victim = problem.victims.size();
+      std::size_t best_option = 0;
+      double best_score = std::numeric_limits<double>::infinity();
+      for (std::size_t v = 0; v < problem.victims.size(); ++v) {
+        if (outcome.choice[v] >= 0) continue;
+        const auto& options = problem.victims[v].options;
+        for (std::size_t o = 0; o < options.size(); ++o) {
+          double useful = 0.0;
+          for (std::size_t k = 0; k < deficit.size(); ++k) {
+            if (deficit[k] > 0.0) useful += std::min(options[o].gain[k], deficit[k]) / deficit[k];
+          }
+          // Victims freeing nothing binding may still complete a shared device or a pool:
+          // rank them last, by cost.
+          const double score = useful > 0.0 ? options[o].cost / useful : 1e300 + options[o].cost;
+          if (score < best_score) {
+            best_score = score;
+            best_victim = v;
+            best_option = o;
+          }
+        }
+      }
+      if (best_victim == problem.victims.size()) {
+        outcome.note = "greedy ran out of victims";
+        return outcome;
+      }
+      oracle.apply(best_victim, best_option, +1);
+      outcome.choice[best_victim] = static_cast<std::int32_t>(best_option);
+      picked.push_back(best_victim);
+    }
+    // Drop phase: most expensive first, spare every victim the preemptor no longer needs.
+    std::stable_sort(picked.begin(), picked.end(), [&](std::size_t a, std::size_t b) {
+      return problem.victims[a].options[static_cast<std::size_t>(outcome.choice[a])].cost >
+             problem.victims[b].options[static_cast<std::size_t>(outcome.choice[b])].cost;
+    });
+    for (std::size_t v : picked) {
+      const auto option = static_cast<std::size_t>(outcome.choice[v]);
+      oracle.apply(v, option, -1);
+      ++statistics.nodes_explored;
+      if (oracle.feasible()) {
+        outcome.choice[v] = -1;
+      } else {
+        oracle.apply(v, option, +1);
+      }
+    }
+    outcome.found = true;
+    for (std::size_t v = 0; v < problem.victims.size(); ++v) {
+      if (outcome.choice[v] >= 0) {
+        outcome.cost += problem.victims[v].options[static_cast<std::size_t>(outcome.choice[v])].cost;
+      }
+    }
+    outcome.lower_bound = problem.lower_bound;
+    return outcome;
+  }
+};
+
+}  // namespace detail
+
+/// Greedy solver: per target domain, repeatedly evicts (or shrinks) the victim with the lowest
+/// cost per useful freed resource until the preemptor fits, then spares the victims no longer
+/// needed. Domains are visited in ascending lower bound and skipped once their bound reaches
+/// the best cost found. Plans are topology-valid; cost is not proven minimal (`feasible`), and
+/// the plan's `lower_bound` is the fractional bound of the winning domain.
+///
+/// Thread-safety: `solve` is const; concurrent calls on a shared, unmodified state are safe.
+struct greedy_solver {
+  static constexpr std::string_view name = "greedy";
+  static constexpr bool is_exact = false;
+
+  /// Chooses victims for `preemptor` under `model`. Throws `std::invalid_argument` naming the
+  /// preemptor when it is invalid or already running.
+  template <CostModel Model>
+  [[nodiscard]] PreemptionPlan solve(const Allocation& state, const Workload& preemptor,
+                                     const Model& model) const {
+    return topopreempt::detail::solve_with(name, state, preemptor, model, detail::GreedySearch{},
+                                           topopreempt::detail::SearchLimits{});
+  }
+};
+
+/// Ready-to-use instance.
+inline constexpr greedy_solver greedy{};
+
+}  // namespace topopreempt::solvers
