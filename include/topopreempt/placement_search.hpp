@@ -293,8 +293,8 @@ template <CapacityView View>
     entries.push_back({best, demand.share});
     anchor = best;
   }
-  // Pooled amounts: closest pools to the devices first (walking up from the anchor), then the
-  // rest of the pool root's subtree in order.
+  // Pooled amounts: closest pools to the devices first — the pools of each enclosing domain's
+  // subtree, walking up from the anchor (so CPU cores of the GPU's own NUMA node come first).
   std::vector<std::pair<DomainId, ResourceVector>> drawn;
   for (Eigen::Index i = 0; i < demand.pooled.size(); ++i) {
     Amount need = demand.pooled(i);
@@ -302,14 +302,18 @@ template <CapacityView View>
     const auto dim = static_cast<std::size_t>(i);
     const DomainId root = pool_root(topology, tight, dim);
     std::vector<DomainId> order;
+    DomainId covered;  // subtree already listed
     for (DomainId at = anchor; at.valid(); at = topology.parent(at)) {
-      if (topology.contains(root, at)) order.push_back(at);
-      if (at == root) break;
-    }
-    for (std::uint32_t d = root.value; d < topology.subtree_end(root).value; ++d) {
-      if (std::find(order.begin(), order.end(), DomainId{d}) == order.end()) {
+      if (!topology.contains(root, at)) continue;
+      for (std::uint32_t d = at.value; d < topology.subtree_end(at).value; ++d) {
+        if (covered.valid() && topology.contains(covered, DomainId{d})) {
+          d = topology.subtree_end(covered).value - 1;
+          continue;
+        }
         order.push_back(DomainId{d});
       }
+      covered = at;
+      if (at == root) break;
     }
     for (DomainId pool : order) {
       if (need == 0) break;
