@@ -68,6 +68,7 @@ class Allocation {
     }
     occupancy_.assign(n, 0);
     occupants_.resize(topology_->domains_at(topology_->host_level()).size());
+    occupant_slots_.resize(occupants_.size());
   }
 
   /// The topology.
@@ -146,21 +147,38 @@ class Allocation {
   /// order (deterministic whatever the add/remove history).
   template <class Visitor>
   void for_each_occupant(DomainId host, Visitor&& visit) const {
-    const auto& list = occupants_[host_ordinal(host)];
-    // Occupant lists are tiny (a handful per node): a copy-and-sort on the stack is cheap.
+    const std::size_t ordinal = host_ordinal(host);
+    const auto& ids = occupants_[ordinal];
+    const auto& slots = occupant_slots_[ordinal];
+    // Occupant lists are tiny (a handful per node): sorting a stack copy is cheap and keeps
+    // the visit order independent of the add/remove history.
     constexpr std::size_t small = 64;
-    std::array<WorkloadId, small> buffer{};
-    std::vector<WorkloadId> heap;
-    std::span<WorkloadId> ids;
-    if (list.size() <= small) {
-      std::copy(list.begin(), list.end(), buffer.begin());
-      ids = std::span<WorkloadId>(buffer.data(), list.size());
+    std::array<std::pair<WorkloadId, std::uint32_t>, small> buffer;  // filled below
+    std::vector<std::pair<WorkloadId, std::uint32_t>> heap;
+    std::span<std::pair<WorkloadId, std::uint32_t>> order;
+    if (ids.size() <= small) {
+      order = std::span(buffer.data(), ids.size());
     } else {
-      heap.assign(list.begin(), list.end());
-      ids = heap;
+      heap.resize(ids.size());
+      order = heap;
     }
-    std::sort(ids.begin(), ids.end());
-    for (WorkloadId id : ids) visit(view(id));
+    for (std::size_t i = 0; i < ids.size(); ++i) order[i] = {ids[i], slots[i]};
+    std::sort(order.begin(), order.end());
+    for (const auto& [id, slot] : order) {
+      const Record& record = records_[slot];
+      visit(WorkloadView{record.workload, record.domains, record.amounts, record.replica_begin});
+    }
+  }
+
+  /// Like `for_each_occupant` but in storage order (no sort): for scans whose result does not
+  /// depend on the order (sums of integers, sets).
+  template <class Visitor>
+  void for_each_occupant_unordered(DomainId host, Visitor&& visit) const {
+    const std::size_t ordinal = host_ordinal(host);
+    for (std::uint32_t slot : occupant_slots_[ordinal]) {
+      const Record& record = records_[slot];
+      visit(WorkloadView{record.workload, record.domains, record.amounts, record.replica_begin});
+    }
   }
 
   /// Starts `workload` at `placement`. Throws `std::invalid_argument` (state unchanged) on an
@@ -192,14 +210,21 @@ class Allocation {
     const WorkloadId id = workload.id;
     record.workload = std::move(workload);
     const std::vector<DomainId> hosts = hosts_of(record);
-    for (DomainId host : hosts) occupants_[host_ordinal(host)].reserve(occupants_[host_ordinal(host)].size() + 1);
+    for (DomainId host : hosts) {
+      const std::size_t ordinal = host_ordinal(host);
+      occupants_[ordinal].reserve(occupants_[ordinal].size() + 1);
+      occupant_slots_[ordinal].reserve(occupant_slots_[ordinal].size() + 1);
+    }
     index_.reserve(index_.size() + 1);
     // No-throw from here on.
     if (!free_slots_.empty() && free_slots_.back() == slot) free_slots_.pop_back();
     records_[slot] = std::move(record);
     index_.emplace(id.value, slot);
     apply(records_[slot], 0, records_[slot].domains.size(), +1);
-    for (DomainId host : hosts) occupants_[host_ordinal(host)].push_back(id);
+    for (DomainId host : hosts) {
+      occupants_[host_ordinal(host)].push_back(id);
+      occupant_slots_[host_ordinal(host)].push_back(slot);
+    }
   }
 
   /// Stops workload `id`, freeing everything it holds. Throws `std::out_of_range` naming it
@@ -290,6 +315,7 @@ class Allocation {
                static_cast<std::size_t>(record.workload.demand.resources.size()) * sizeof(Amount);
     }
     for (const auto& list : occupants_) bytes += sizeof(list) + list.capacity() * sizeof(WorkloadId);
+    for (const auto& list : occupant_slots_) bytes += sizeof(list) + list.capacity() * sizeof(std::uint32_t);
     return bytes;
   }
 
@@ -319,12 +345,10 @@ class Allocation {
     return it->second;
   }
   [[nodiscard]] std::size_t host_ordinal(DomainId host) const {
-    const auto hosts = topology_->domains_at(topology_->host_level());
-    const auto it = std::lower_bound(hosts.begin(), hosts.end(), host);
-    if (it == hosts.end() || *it != host) {
-      throw std::invalid_argument(topology_->describe(host) + " is not a host-level domain");
+    if (!topology_->valid_domain(host) || topology_->level(host) != topology_->host_level()) {
+      throw std::invalid_argument("domain id " + std::to_string(host.value) + " is not a host-level domain");
     }
-    return static_cast<std::size_t>(it - hosts.begin());
+    return topology_->ordinal(host);
   }
   /// Sorted distinct hosts touched by a record.
   [[nodiscard]] std::vector<DomainId> hosts_of(const Record& record) const {
@@ -338,11 +362,16 @@ class Allocation {
     return hosts;
   }
   void erase_occupant(DomainId host, WorkloadId id) {
-    auto& list = occupants_[host_ordinal(host)];
+    const std::size_t ordinal = host_ordinal(host);
+    auto& list = occupants_[ordinal];
+    auto& slots = occupant_slots_[ordinal];
     const auto it = std::find(list.begin(), list.end(), id);
     if (it != list.end()) {
-      *it = list.back();
+      const auto index = static_cast<std::size_t>(it - list.begin());
+      list[index] = list.back();
       list.pop_back();
+      slots[index] = slots.back();
+      slots.pop_back();
     }
   }
 
@@ -382,6 +411,7 @@ class Allocation {
   std::vector<std::uint32_t> idle_devices_;                     // per domain, aggregated
   std::vector<std::uint32_t> occupancy_;                        // per device: entries on it
   std::vector<std::vector<WorkloadId>> occupants_;              // per host ordinal
+  std::vector<std::vector<std::uint32_t>> occupant_slots_;      // parallel: record slots
   std::vector<Record> records_;
   std::vector<std::uint32_t> free_slots_;
   std::unordered_map<std::uint64_t, std::uint32_t> index_;
@@ -414,10 +444,11 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
   const std::optional<LevelIndex> gang_level = level_of_scope(workload.gang_scope);
   DomainId gang_domain;
   for (std::size_t r = 0; r < placement.replicas.size(); ++r) {
-    const std::string where = workload.label() + " replica " + std::to_string(r);
+    // Messages are built only on failure: add() is on every scheduler's hot path.
+    const auto where = [&] { return workload.label() + " replica " + std::to_string(r); };
     const auto& entries = placement.replicas[r].entries;
     if (entries.empty() && (demand.any() || workload.demand.whole_devices > 0)) {
-      throw std::invalid_argument(where + " has no placement entries");
+      throw std::invalid_argument(where() + " has no placement entries");
     }
     ResourceVector pooled_sum = schema.zeros();
     std::int32_t whole = 0;
@@ -425,20 +456,20 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
     DomainId replica_domain;
     for (const auto& entry : entries) {
       if (!entry.domain.valid() || entry.domain.value >= topology.size()) {
-        throw std::invalid_argument(where + " names unknown domain id " +
+        throw std::invalid_argument(where() + " names unknown domain id " +
                                     std::to_string(entry.domain.value));
       }
-      const std::string at = where + " on " + topology.describe(entry.domain);
+      const auto at = [&] { return where() + " on " + topology.describe(entry.domain); };
       if (static_cast<std::size_t>(entry.amount.size()) != schema.size()) {
-        throw std::invalid_argument(at + ": amount has " + std::to_string(entry.amount.size()) +
+        throw std::invalid_argument(at() + ": amount has " + std::to_string(entry.amount.size()) +
                                     " entries, the schema " + std::to_string(schema.size()));
       }
-      if ((entry.amount.array() < 0).any()) throw std::invalid_argument(at + ": negative amount");
-      if (!entry.amount.any()) throw std::invalid_argument(at + ": empty entry");
+      if ((entry.amount.array() < 0).any()) throw std::invalid_argument(at() + ": negative amount");
+      if (!entry.amount.any()) throw std::invalid_argument(at() + ": empty entry");
       const bool device = topology.is_device(entry.domain);
       for (Eigen::Index i = 0; i < dims; ++i) {
         if (entry.amount(i) > 0 && schema.is_device(static_cast<std::size_t>(i)) != device) {
-          throw std::invalid_argument(at + ": '" + schema[static_cast<std::size_t>(i)].name +
+          throw std::invalid_argument(at() + ": '" + schema[static_cast<std::size_t>(i)].name +
                                       "' cannot be taken from this domain");
         }
       }
@@ -448,7 +479,7 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
         } else if (share && entry.amount == demand.cwiseProduct(device_mask(schema))) {
           ++shares;
         } else {
-          throw std::invalid_argument(at + ": a device entry must be the whole device or exactly "
+          throw std::invalid_argument(at() + ": a device entry must be the whole device or exactly "
                                       "the replica's share");
         }
       } else {
@@ -466,24 +497,24 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
       }
     }
     if (whole != workload.demand.whole_devices || shares != (share ? 1 : 0)) {
-      throw std::invalid_argument(where + " holds " + std::to_string(whole) + " whole devices and " +
+      throw std::invalid_argument(where() + " holds " + std::to_string(whole) + " whole devices and " +
                                   std::to_string(shares) + " shares, it needs " +
                                   std::to_string(workload.demand.whole_devices) + " and " +
                                   (share ? "1" : "0"));
     }
     if (pooled_sum != demand.cwiseProduct(ResourceVector::Ones(dims) - device_mask(schema))) {
-      throw std::invalid_argument(where + " holds pooled " + schema.format(pooled_sum) +
+      throw std::invalid_argument(where() + " holds pooled " + schema.format(pooled_sum) +
                                   " but needs " +
                                   schema.format(demand.cwiseProduct(ResourceVector::Ones(dims) -
                                                                     device_mask(schema))));
     }
     if (!replica_domain.valid()) continue;
     if (topology.level(replica_domain) < topology.host_level()) {
-      throw std::invalid_argument(where + " spans more than one " +
+      throw std::invalid_argument(where() + " spans more than one " +
                                   topology.levels()[topology.host_level()]);
     }
     if (replica_level && topology.level(replica_domain) < *replica_level) {
-      throw std::invalid_argument(where + " breaks its guaranteed replica scope '" +
+      throw std::invalid_argument(where() + " breaks its guaranteed replica scope '" +
                                   workload.replica_scope.level + "' (it spans " +
                                   topology.describe(replica_domain) + ")");
     }

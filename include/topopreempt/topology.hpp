@@ -75,20 +75,26 @@ class Topology {
   /// The level a single replica never leaves (e.g. "node": a pod runs on one machine).
   [[nodiscard]] LevelIndex host_level() const noexcept { return host_level_; }
 
+  // The structural accessors below sit on every solver's hot path, so they do not check
+  // their argument: d must be a domain of this topology (`valid_domain(d)`). Everything that
+  // takes ids from users (Allocation::add, builders, snapshot loading) checks them first.
+
+  /// Whether d names a domain of this topology.
+  [[nodiscard]] bool valid_domain(DomainId d) const noexcept { return d.value < level_.size(); }
   /// Level of a domain.
-  [[nodiscard]] LevelIndex level(DomainId d) const { return level_[checked(d)]; }
+  [[nodiscard]] LevelIndex level(DomainId d) const noexcept { return level_[d.value]; }
   /// Parent of a domain (invalid for the root).
-  [[nodiscard]] DomainId parent(DomainId d) const { return DomainId{parent_[checked(d)]}; }
+  [[nodiscard]] DomainId parent(DomainId d) const noexcept { return DomainId{parent_[d.value]}; }
   /// One past the last domain of d's subtree, in pre-order.
-  [[nodiscard]] DomainId subtree_end(DomainId d) const {
-    return DomainId{subtree_end_[checked(d)]};
+  [[nodiscard]] DomainId subtree_end(DomainId d) const noexcept {
+    return DomainId{subtree_end_[d.value]};
   }
   /// Whether `inner` lies in the subtree of `outer` (a domain contains itself).
-  [[nodiscard]] bool contains(DomainId outer, DomainId inner) const {
-    return outer.value <= inner.value && inner.value < subtree_end(outer).value;
+  [[nodiscard]] bool contains(DomainId outer, DomainId inner) const noexcept {
+    return outer.value <= inner.value && inner.value < subtree_end_[outer.value];
   }
   /// Whether d is a device leaf.
-  [[nodiscard]] bool is_device(DomainId d) const { return level(d) == device_level_; }
+  [[nodiscard]] bool is_device(DomainId d) const noexcept { return level_[d.value] == device_level_; }
   /// Number of device leaves in d's subtree.
   [[nodiscard]] std::uint32_t device_count(DomainId d) const {
     return device_count_[checked(d)];
@@ -157,6 +163,8 @@ class Topology {
     const auto last = std::lower_bound(first, all.end(), subtree_end(d));
     return {first, last};
   }
+  /// Position of d among the domains of its level (`domains_at(level(d))[ordinal(d)] == d`).
+  [[nodiscard]] std::uint32_t ordinal(DomainId d) const noexcept { return ordinal_[d.value]; }
   /// Lowest common ancestor of two domains.
   [[nodiscard]] DomainId lowest_common_ancestor(DomainId a, DomainId b) const {
     DomainId at = a;
@@ -201,7 +209,7 @@ class Topology {
     std::size_t bytes = sizeof(*this) + names_.capacity() +
                         name_begin_.capacity() * sizeof(std::uint32_t) +
                         level_.capacity() + parent_.capacity() * 4 + subtree_end_.capacity() * 4 +
-                        device_count_.capacity() * 4 + device_ordinal_.capacity() * 4 +
+                        device_count_.capacity() * 4 + device_ordinal_.capacity() * 4 + ordinal_.capacity() * 4 +
                         host_affinity_.capacity() * 4 +
                         static_cast<std::size_t>(capacity_.size() + local_capacity_.size()) *
                             sizeof(Amount);
@@ -239,6 +247,7 @@ class Topology {
   std::vector<std::uint32_t> subtree_end_;
   std::vector<std::uint32_t> device_count_;
   std::vector<std::uint32_t> device_ordinal_;
+  std::vector<std::uint32_t> ordinal_;
   std::string names_;
   std::vector<std::uint32_t> name_begin_;
   std::vector<std::vector<DomainId>> by_level_;
@@ -373,6 +382,7 @@ class TopologyBuilder {
     topology.subtree_end_.resize(n);
     topology.device_count_.assign(n, 0);
     topology.device_ordinal_.assign(n, 0);
+    topology.ordinal_.reserve(n);
     topology.name_begin_.reserve(n + 1);
     topology.capacity_.resize(dims, static_cast<Eigen::Index>(n));
     topology.local_capacity_.resize(dims, static_cast<Eigen::Index>(n));
@@ -405,6 +415,7 @@ class TopologyBuilder {
       topology.name_begin_.push_back(static_cast<std::uint32_t>(topology.names_.size()));
       topology.names_ += domain.name;
       topology.local_capacity_.col(id) = domain.local_capacity;
+      topology.ordinal_.push_back(static_cast<std::uint32_t>(topology.by_level_[domain.level].size()));
       topology.by_level_[domain.level].push_back(DomainId{id});
       if (domain.level == device_level_) topology.device_count_[id] = 1;
     }

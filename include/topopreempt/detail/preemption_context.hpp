@@ -40,6 +40,15 @@ struct CandidateVictim {
   std::vector<VictimOption> options;  ///< [0] = evict; then shrinks dropping 1, 2, ... replicas
 };
 
+/// A relaxation dimension that cannot be covered: `have` of `need` (capacity, or what all
+/// `victims` eligible victims would free).
+struct Shortfall {
+  std::size_t dim = 0;
+  double have = 0.0;
+  double need = 0.0;
+  std::size_t victims = 0;
+};
+
 /// One topology tier: the demand with its levels made concrete (best-effort levels become
 /// guaranteed at the tier's level) and the level of the candidate target domains.
 struct Tier {
@@ -47,6 +56,48 @@ struct Tier {
   LevelIndex target_level = 0;
   int penalty = 0;  ///< levels short of the preferred ones (0 = preferred met)
   std::string label;
+  std::vector<std::size_t> dims;  ///< relaxation dimensions (see PreemptionContext)
+};
+
+/// Reusable buffers of the per-domain scan, so scanning 10,000 domains allocates nothing
+/// after the first few.
+struct ScanWorkspace {
+  /// Per-target accumulators of a batch.
+  struct Target {
+    DomainId reach;
+    bool in_reach = false;
+    std::size_t victims = 0;
+    std::vector<DomainId> measured_in;
+    std::vector<double> need;
+    std::vector<double> total;
+    std::vector<double> gain;
+    std::vector<std::vector<std::pair<double, double>>> items;  // per dim: (cost ratio, gain)
+  };
+  std::vector<WorkloadId> seen;
+  std::vector<Target> targets;
+  std::vector<std::size_t> device_dims;  // relaxation dims fed by device entries
+  std::vector<std::size_t> pooled_dims;  // relaxation dims fed by pool entries
+
+  /// Makes room for `batch` targets of `dims` dimensions (keeps capacity).
+  void resize(std::size_t batch, std::size_t dims) {
+    if (targets.size() < batch) targets.resize(batch);
+    for (std::size_t t = 0; t < batch; ++t) {
+      if (targets[t].need.size() == dims) continue;
+      auto& target = targets[t];
+      target.measured_in.resize(dims);
+      target.need.resize(dims);
+      target.total.resize(dims);
+      target.gain.resize(dims);
+      target.items.resize(dims);
+    }
+  }
+};
+
+/// What the cheap scan learns about one target.
+struct ScanResult {
+  std::optional<Shortfall> shortfall;
+  double bound = 0.0;
+  std::size_t victims = 0;
 };
 
 /// Marks the "whole idle devices" relaxation dimension.
@@ -74,15 +125,6 @@ struct DomainOutcome {
   bool limit_reached = false;
   double lower_bound = 0.0;          ///< proven bound for this domain (== cost when exact)
   std::string note;                  ///< e.g. why an exact method was not applicable
-};
-
-/// A relaxation dimension that cannot be covered: `have` of `need` (capacity, or what all
-/// `victims` eligible victims would free).
-struct Shortfall {
-  std::size_t dim = 0;
-  double have = 0.0;
-  double need = 0.0;
-  std::size_t victims = 0;
 };
 
 /// Why a domain lost, kept as numbers and formatted only for the few domains a plan lists.
@@ -277,7 +319,7 @@ class PreemptionContext {
   /// Static check on capacities alone: can the target ever hold the preemptor? Returns the
   /// failing relaxation dimension with capacity and demand.
   [[nodiscard]] std::optional<Shortfall> too_small(const Tier& tier, DomainId target) const {
-    for (std::size_t dim : relaxation_dims(tier)) {
+    for (std::size_t dim : tier.dims) {
       const DomainId where = aggregate_domain(target, dim);
       const double capacity =
           dim == whole_device_dim
@@ -288,6 +330,185 @@ class PreemptionContext {
     return std::nullopt;
   }
 
+  /// The cheap first look at a batch of targets: deficits, what all eligible victims could
+  /// free, and the fractional lower bound of each. A batch is either one target above the
+  /// host level, or every target of one host (then each occupant of the host is read once
+  /// for the whole batch, not once per NUMA node or PCIe switch). Allocates nothing once warm.
+  /// Elastic victims enter the bound at their cheapest price (a shrink) for their full gain,
+  /// which keeps the bound valid without enumerating shrink options here.
+  template <class Emit>
+  void scan_batch(const Tier& tier, std::span<const DomainId> targets, ScanWorkspace& workspace,
+                  Emit&& emit) const {
+    const std::size_t count = tier.dims.size();
+    const std::size_t batch = targets.size();
+    workspace.resize(batch, count);
+    bool any_reach_above = false;
+    bool any_measured_above = false;
+    for (std::size_t t = 0; t < batch; ++t) {
+      auto& slot = workspace.targets[t];
+      slot.reach = reach(tier, targets[t]);
+      slot.victims = 0;
+      any_reach_above = any_reach_above || slot.reach != targets[t];
+      for (std::size_t k = 0; k < count; ++k) {
+        const DomainId where = aggregate_domain(targets[t], tier.dims[k]);
+        slot.measured_in[k] = where;
+        slot.need[k] = std::max(0.0, total_demand(tier, tier.dims[k]) - free_in(state_, where, tier.dims[k]));
+        slot.total[k] = 0.0;
+        slot.items[k].clear();
+        any_measured_above = any_measured_above || where != targets[t];
+      }
+    }
+    workspace.seen.clear();
+    const auto locate = [&](DomainId domain) -> std::size_t {
+      // Targets of a batch are disjoint subtrees in ascending pre-order.
+      const auto it = std::upper_bound(targets.begin(), targets.end(), domain);
+      if (it == targets.begin()) return batch;
+      const auto index = static_cast<std::size_t>(it - targets.begin()) - 1;
+      return topology_.contains(targets[index], domain) ? index : batch;
+    };
+    // Device entries hold only device dimensions and pool entries only pooled ones, so each
+    // entry touches just the relaxation dimensions of its kind.
+    workspace.device_dims.clear();
+    workspace.pooled_dims.clear();
+    for (std::size_t k = 0; k < count; ++k) {
+      const std::size_t dim = tier.dims[k];
+      if (dim == whole_device_dim || topology_.schema().is_device(dim)) {
+        workspace.device_dims.push_back(k);
+      } else {
+        workspace.pooled_dims.push_back(k);
+      }
+    }
+    const auto visit_occupant = [&](const WorkloadView& view) {
+      if (!eligible(view.workload)) return;
+      for (std::size_t t = 0; t < batch; ++t) {
+        auto& slot = workspace.targets[t];
+        slot.in_reach = false;
+        std::fill(slot.gain.begin(), slot.gain.end(), 0.0);
+      }
+      for (std::size_t e = 0; e < view.domains.size(); ++e) {
+        const DomainId domain = view.domains[e];
+        const bool device = topology_.is_device(domain);
+        const auto& dims_here = device ? workspace.device_dims : workspace.pooled_dims;
+        const auto gain_of = [&](std::size_t k) {
+          return tier.dims[k] == whole_device_dim ? 1.0 : static_cast<double>(view.amount(e, tier.dims[k]));
+        };
+        const std::size_t index = batch == 1 ? (topology_.contains(targets[0], domain) ? 0 : 1) : locate(domain);
+        if (index < batch) {
+          auto& slot = workspace.targets[index];
+          slot.in_reach = true;
+          for (std::size_t k : dims_here) {
+            if (slot.measured_in[k] == targets[index]) slot.gain[k] += gain_of(k);
+          }
+        }
+        if (any_reach_above || any_measured_above) {
+          for (std::size_t t = 0; t < batch; ++t) {
+            auto& slot = workspace.targets[t];
+            if (slot.reach != targets[t] && topology_.contains(slot.reach, domain)) slot.in_reach = true;
+            for (std::size_t k : dims_here) {
+              if (slot.measured_in[k] != targets[t] && topology_.contains(slot.measured_in[k], domain)) {
+                slot.gain[k] += gain_of(k);
+              }
+            }
+          }
+        }
+      }
+      double cheapest = -1.0;  // priced lazily: most occupants reach no target of a batch
+      for (std::size_t t = 0; t < batch; ++t) {
+        auto& slot = workspace.targets[t];
+        if (!slot.in_reach) continue;
+        if (cheapest < 0.0) {
+          cheapest = price(view.workload, 0);
+          const auto shrinkable = std::min(view.workload.shrinkable_replicas(), view.workload.replicas - 1);
+          for (std::int32_t drop = 1; drop <= shrinkable; ++drop) {
+            cheapest = std::min(cheapest, price(view.workload, static_cast<std::size_t>(drop)));
+          }
+        }
+        ++slot.victims;
+        for (std::size_t k = 0; k < count; ++k) {
+          if (slot.gain[k] <= 0.0) continue;
+          slot.total[k] += slot.gain[k];
+          slot.items[k].emplace_back(cheapest / slot.gain[k], slot.gain[k]);
+        }
+      }
+    };
+    const LevelIndex host_level = topology_.host_level();
+    if (batch == 1 && topology_.level(workspace.targets[0].reach) < host_level) {
+      // One target spanning hosts: a gang may sit on several of them; count it once.
+      for_each_host(workspace.targets[0].reach, [&](DomainId host) {
+        state_.for_each_occupant_unordered(host, [&](const WorkloadView& view) {
+          if (std::find(workspace.seen.begin(), workspace.seen.end(), view.workload.id) != workspace.seen.end()) return;
+          workspace.seen.push_back(view.workload.id);
+          visit_occupant(view);
+        });
+      });
+    } else {
+      // Order-free: the scan only sums integers and sorts its items.
+      state_.for_each_occupant_unordered(topology_.ancestor_at(targets.front(), host_level), visit_occupant);
+    }
+    for (std::size_t t = 0; t < batch; ++t) emit(targets[t], finish_scan(tier, workspace.targets[t]));
+  }
+
+  /// Calls `visit(batch)` for the targets of `tier` in batches for `scan_batch`: one per host
+  /// when targets lie at or below the host level (only those passing `keep`), else one each.
+  template <class Keep, class Visit>
+  void for_each_batch(const Tier& tier, std::vector<DomainId>& buffer, Keep&& keep, Visit&& visit) const {
+    const LevelIndex host_level = topology_.host_level();
+    if (tier.target_level <= host_level) {
+      for (DomainId target : targets(tier)) {
+        if (!keep(target)) continue;
+        buffer.assign(1, target);
+        visit(std::span<const DomainId>(buffer));
+      }
+      return;
+    }
+    for (DomainId host : topology_.domains_at(host_level)) {
+      buffer.clear();
+      for (DomainId target : topology_.domains_at(tier.target_level, host)) {
+        if (keep(target)) buffer.push_back(target);
+      }
+      if (!buffer.empty()) visit(std::span<const DomainId>(buffer));
+    }
+  }
+
+  /// Shortfall check and fractional bound of one scanned target.
+  [[nodiscard]] static ScanResult finish_scan(const Tier& tier, ScanWorkspace::Target& slot) {
+    ScanResult result;
+    result.victims = slot.victims;
+    const std::size_t count = tier.dims.size();
+    for (std::size_t k = 0; k < count; ++k) {
+      if (slot.total[k] + 1e-9 < slot.need[k]) {
+        result.shortfall = Shortfall{tier.dims[k], slot.total[k], slot.need[k], slot.victims};
+        return result;
+      }
+    }
+    for (std::size_t k = 0; k < count; ++k) {
+      if (slot.need[k] <= 0.0) continue;
+      auto& items = slot.items[k];
+      std::sort(items.begin(), items.end());
+      double remaining = slot.need[k];
+      double cost = 0.0;
+      for (const auto& [ratio, gain] : items) {
+        const double take = std::min(gain, remaining);
+        cost += take * ratio;
+        remaining -= take;
+        if (remaining <= 0.0) break;
+      }
+      result.bound = std::max(result.bound, cost);
+    }
+    return result;
+  }
+
+  /// Calls `visit(host)` for each host-level domain that `scope` covers or lies in.
+  template <class Visit>
+  void for_each_host(DomainId scope, Visit&& visit) const {
+    const LevelIndex host_level = topology_.host_level();
+    if (topology_.level(scope) >= host_level) {
+      visit(topology_.ancestor_at(scope, host_level));
+      return;
+    }
+    for (DomainId host : topology_.domains_at(host_level, scope)) visit(host);
+  }
+
   /// Reads the eligible victims of `target` into `problem` with their options and gains, the
   /// aggregate deficits and the fractional lower bound. Returns a reason when the target is
   /// hopeless even if every eligible victim went.
@@ -296,7 +517,7 @@ class PreemptionContext {
     problem.target = target;
     problem.tier = &tier;
     problem.victims.clear();
-    problem.dims = relaxation_dims(tier);
+    problem.dims = tier.dims;
     const std::vector<std::size_t>& dims = problem.dims;
     problem.need.assign(dims.size(), 0.0);
     problem.dimension_names.clear();
@@ -310,16 +531,7 @@ class PreemptionContext {
       problem.need[k] = std::max(0.0, total_demand(tier, dims[k]) - free_in(state_, where, dims[k]));
     }
     const DomainId scope = reach(tier, target);
-    const LevelIndex host_level = topology_.host_level();
-    std::span<const DomainId> hosts;
-    DomainId single_host;
-    if (topology_.level(scope) >= host_level) {
-      single_host = topology_.ancestor_at(scope, host_level);
-      hosts = std::span<const DomainId>(&single_host, 1);
-    } else {
-      hosts = topology_.domains_at(host_level, scope);
-    }
-    for (DomainId host : hosts) {
+    for_each_host(scope, [&](DomainId host) {
       state_.for_each_occupant(host, [&](const WorkloadView& view) {
         if (!eligible(view.workload)) return;
         for (const auto& seen : problem.victims) {
@@ -330,7 +542,7 @@ class PreemptionContext {
         if (victim.options.empty()) return;
         problem.victims.push_back(std::move(victim));
       });
-    }
+    });
     std::sort(problem.victims.begin(), problem.victims.end(),
               [](const auto& a, const auto& b) { return a.id < b.id; });
     for (std::size_t k = 0; k < dims.size(); ++k) {
@@ -525,6 +737,7 @@ class PreemptionContext {
         if (gang_level && *gang_level > replica_level) tier.target_level = *gang_level;
         if (topology_.domains_at(tier.target_level).empty()) continue;
         tier.penalty = gang_penalty * 1000 + replica_penalty;
+        tier.dims = relaxation_dims(tier);
         tier.label = "replicas in one " + topology_.levels()[replica_level] +
                      (gang_level ? ", gang in one " + topology_.levels()[*gang_level] : std::string());
         tiers_.push_back(std::move(tier));
@@ -607,6 +820,10 @@ class RejectionLog {
   void scanned(Rejection rejection) { add(scan_, std::move(rejection)); }
   void searched(Rejection rejection) { add(search_, std::move(rejection)); }
   [[nodiscard]] std::uint64_t total() const noexcept { return total_; }
+  /// Whether another searched-phase rejection would still be listed.
+  [[nodiscard]] bool wants_more() const noexcept { return search_.size() < max_listed_verdicts; }
+  /// Counts rejections that are not listed.
+  void count_unlisted(std::size_t count) noexcept { total_ += count; }
   /// Searched domains (closest competitors) first, then domains dismissed by the scan.
   template <CostModel Model>
   [[nodiscard]] std::vector<DomainVerdict> verdicts(const PreemptionContext<Model>& context) const {
@@ -685,34 +902,54 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
     };
     std::vector<Scanned> scanned;
     DomainProblem problem;
-    for (DomainId target : context.targets(tier)) {
+    ScanWorkspace workspace;
+    std::vector<DomainId> batch;
+    const auto keep = [&](DomainId target) {
       ++statistics.domains_considered;
       if (auto shortfall = context.too_small(tier, target)) {
         ++statistics.domains_pruned;
         log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
-        continue;
+        return false;
       }
-      const auto shortfall = context.build_problem(tier, target, problem);
-      statistics.victims_considered += problem.victims.size();
-      if (shortfall) {
+      return true;
+    };
+    const auto emit = [&](DomainId target, const ScanResult& result) {
+      statistics.victims_considered += result.victims;
+      if (result.shortfall) {
         ++statistics.domains_pruned;
-        log.scanned({target, Rejection::Kind::hopeless, *shortfall, 0.0, 0.0, {}});
-        continue;
+        log.scanned({target, Rejection::Kind::hopeless, *result.shortfall, 0.0, 0.0, {}});
+        return;
       }
-      scanned.push_back({problem.lower_bound, target});
-    }
-    std::sort(scanned.begin(), scanned.end(), [](const Scanned& a, const Scanned& b) {
-      return a.bound < b.bound || (a.bound == b.bound && a.target < b.target);
+      scanned.push_back({result.bound, target});
+    };
+    context.for_each_batch(tier, batch, keep, [&](std::span<const DomainId> targets) {
+      context.scan_batch(tier, targets, workspace, emit);
     });
+    // A min-heap by (bound, id): usually only the first few domains are searched before the
+    // bound closes the rest, so a full sort would be wasted.
+    const auto later = [](const Scanned& a, const Scanned& b) {
+      return a.bound > b.bound || (a.bound == b.bound && a.target > b.target);
+    };
+    std::make_heap(scanned.begin(), scanned.end(), later);
     double best_cost = std::numeric_limits<double>::infinity();
     std::optional<DomainProblem> best_problem;
     DomainOutcome best;
     double open_bound = std::numeric_limits<double>::infinity();  // least bound left unclosed
-    for (const Scanned& item : scanned) {
+    while (!scanned.empty()) {
+      std::pop_heap(scanned.begin(), scanned.end(), later);
+      const Scanned item = scanned.back();
+      scanned.pop_back();
       if (item.bound >= best_cost - tolerance(best_cost)) {
-        ++statistics.domains_pruned;
+        // Every domain left has a bound at least this large: all are pruned at once.
+        statistics.domains_pruned += scanned.size() + 1;
         log.searched({item.target, Rejection::Kind::bound, {}, item.bound, best_cost, {}});
-        continue;
+        while (!scanned.empty() && log.wants_more()) {
+          std::pop_heap(scanned.begin(), scanned.end(), later);
+          log.searched({scanned.back().target, Rejection::Kind::bound, {}, scanned.back().bound, best_cost, {}});
+          scanned.pop_back();
+        }
+        log.count_unlisted(scanned.size());
+        break;
       }
       if (Clock::now() - start > limits.time_limit || statistics.nodes_explored > limits.max_nodes) {
         statistics.limit_reached = true;
