@@ -31,7 +31,7 @@ enum class RequirementMode : std::uint8_t {
 /// "Everything of this scope inside one domain of `level`".
 struct TopologyRequirement {
   RequirementMode mode = RequirementMode::none;
-  std::string level;  ///< a level name of the topology (ignored when mode is none)
+  std::string level{};  ///< a level name of the topology (ignored when mode is none)
 
   /// A guaranteed requirement at `level`.
   [[nodiscard]] static TopologyRequirement guaranteed(std::string level_name) {
@@ -52,14 +52,14 @@ struct TopologyRequirement {
 /// (CPU, memory) are drawn from pools inside the domain the replica is confined to.
 struct ReplicaDemand {
   std::int32_t whole_devices = 0;
-  ResourceVector resources;  ///< over the topology's schema; empty means all zero
+  ResourceVector resources{};  ///< over the topology's schema; empty means all zero
 };
 
 /// Inputs of the cost models; all optional (zero means unknown / none).
 struct CostInputs {
   double start_time_s = 0.0;                ///< when the workload started (seconds, any epoch)
   double seconds_since_checkpoint = 0.0;    ///< progress lost if evicted now
-  std::string model_id;                     ///< model held in GPU memory (for reload cost)
+  std::string model_id{};                   ///< model held in GPU memory (for reload cost)
   double model_size_gib = 0.0;              ///< its size
   double extra_cost = 0.0;                  ///< user-supplied additive cost (e.g. SLO penalty)
 };
@@ -67,16 +67,16 @@ struct CostInputs {
 /// A job: a gang of `replicas` identical replicas. Preempting it frees every replica; an
 /// elastic workload (`min_replicas` < `replicas`) may instead be shrunk to `min_replicas`.
 struct Workload {
-  WorkloadId id;
-  std::string name;           ///< for messages only; may be empty
+  WorkloadId id{};
+  std::string name{};         ///< for messages only; may be empty
   std::int32_t priority = 0;  ///< larger wins; only strictly lower priorities are victims
   bool preemptible = true;
   std::int32_t replicas = 1;
-  std::optional<std::int32_t> min_replicas;  ///< elastic lower bound; nullopt = not elastic
-  ReplicaDemand demand;
-  TopologyRequirement replica_scope;  ///< e.g. guaranteed "numa": each replica in one NUMA node
-  TopologyRequirement gang_scope;     ///< e.g. guaranteed "rack": all replicas in one rack
-  CostInputs cost;
+  std::optional<std::int32_t> min_replicas{};  ///< elastic lower bound; nullopt = not elastic
+  ReplicaDemand demand{};
+  TopologyRequirement replica_scope{};  ///< e.g. guaranteed "numa": each replica in one NUMA node
+  TopologyRequirement gang_scope{};     ///< e.g. guaranteed "rack": all replicas in one rack
+  CostInputs cost{};
 
   /// "workload 7 'llama-70b'" for messages.
   [[nodiscard]] std::string label() const {
