@@ -485,9 +485,6 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
       } else {
         pooled_sum += entry.amount;
       }
-      replica_domain = replica_domain.valid()
-                           ? topology.lowest_common_ancestor(replica_domain, entry.domain)
-                           : entry.domain;
       auto it = std::find_if(added.begin(), added.end(),
                              [&](const auto& item) { return item.first == entry.domain; });
       if (it == added.end()) {
@@ -508,7 +505,9 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
                                   schema.format(demand.cwiseProduct(ResourceVector::Ones(dims) -
                                                                     device_mask(schema))));
     }
-    if (!replica_domain.valid()) continue;
+    if (entries.empty()) continue;
+    // Pools that enclose the replica's devices serve it without widening its scope.
+    replica_domain = Placement::footprint_domain(topology, entries);
     if (topology.level(replica_domain) < topology.host_level()) {
       throw std::invalid_argument(where() + " spans more than one " +
                                   topology.levels()[topology.host_level()]);

@@ -43,25 +43,50 @@ struct Placement {
     }
     return result;
   }
-  /// Lowest domain containing every entry (the root for an empty placement).
+  /// Lowest domain holding every replica (`replica_domain` of each, combined); the root for an
+  /// empty placement.
   [[nodiscard]] DomainId enclosing_domain(const Topology& topology) const {
     DomainId enclosing;
-    for (const auto& replica : replicas) {
-      for (const auto& entry : replica.entries) {
-        enclosing = enclosing.valid() ? topology.lowest_common_ancestor(enclosing, entry.domain)
-                                      : entry.domain;
-      }
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      if (replicas[r].entries.empty()) continue;
+      const DomainId domain = replica_domain(topology, r);
+      enclosing = enclosing.valid() ? topology.lowest_common_ancestor(enclosing, domain) : domain;
     }
     return enclosing.valid() ? enclosing : Topology::root();
   }
-  /// Lowest domain containing every entry of replica `index`.
-  [[nodiscard]] DomainId replica_domain(const Topology& topology, std::size_t index) const {
-    DomainId enclosing;
-    for (const auto& entry : replicas.at(index).entries) {
-      enclosing = enclosing.valid() ? topology.lowest_common_ancestor(enclosing, entry.domain)
-                                    : entry.domain;
+  /// Lowest domain containing every entry, pools included (the root for an empty placement).
+  [[nodiscard]] DomainId span_domain(const Topology& topology) const {
+    DomainId span;
+    for (const auto& replica : replicas) {
+      for (const auto& entry : replica.entries) {
+        span = span.valid() ? topology.lowest_common_ancestor(span, entry.domain) : entry.domain;
+      }
     }
-    return enclosing.valid() ? enclosing : Topology::root();
+    return span.valid() ? span : Topology::root();
+  }
+  /// The domain replica `index` occupies, see `footprint_domain`.
+  [[nodiscard]] DomainId replica_domain(const Topology& topology, std::size_t index) const {
+    return footprint_domain(topology, replicas.at(index).entries);
+  }
+
+  /// The domain a replica occupies: the lowest common ancestor of its device entries and of
+  /// its pool entries — except pools that *enclose* its devices (a NUMA node's CPUs serving
+  /// the GPUs under one of its PCIe switches), which the replica merely draws from. Without
+  /// devices, the lowest common ancestor of its pool entries. The root when empty.
+  [[nodiscard]] static DomainId footprint_domain(const Topology& topology,
+                                                 const std::vector<PlacementEntry>& entries) {
+    DomainId devices;
+    for (const auto& entry : entries) {
+      if (!topology.is_device(entry.domain)) continue;
+      devices = devices.valid() ? topology.lowest_common_ancestor(devices, entry.domain) : entry.domain;
+    }
+    DomainId domain = devices;
+    for (const auto& entry : entries) {
+      if (topology.is_device(entry.domain)) continue;
+      if (devices.valid() && topology.contains(entry.domain, devices)) continue;
+      domain = domain.valid() ? topology.lowest_common_ancestor(domain, entry.domain) : entry.domain;
+    }
+    return domain.valid() ? domain : Topology::root();
   }
   /// "replica 0: gpu rack0/node1/.../gpu0, ...; replica 1: ..." for explanations.
   [[nodiscard]] std::string describe(const Topology& topology) const {

@@ -77,8 +77,8 @@ struct ResolvedDemand {
 struct PlacementSearchResult {
   bool found = false;
   Placement placement;
-  DomainId gang_domain;          ///< lowest domain holding every replica
-  LevelIndex gang_level = 0;     ///< level of gang_domain (deeper is tighter)
+  DomainId gang_domain;          ///< lowest domain holding every entry (pools included)
+  LevelIndex gang_level = 0;     ///< level of `Placement::enclosing_domain` (deeper is tighter)
   LevelIndex replica_level = 0;  ///< loosest level among the replicas' own domains
 };
 
@@ -407,8 +407,8 @@ template <CapacityView View>
     if (auto placement = place_in(view, demand, best)) {
       result.found = true;
       result.placement = std::move(*placement);
-      result.gang_domain = result.placement.enclosing_domain(topology);
-      result.gang_level = topology.level(result.gang_domain);
+      result.gang_domain = result.placement.span_domain(topology);
+      result.gang_level = topology.level(result.placement.enclosing_domain(topology));
       result.replica_level = static_cast<LevelIndex>(topology.levels().size() - 1);
       for (std::size_t r = 0; r < result.placement.replicas.size(); ++r) {
         result.replica_level = std::min(

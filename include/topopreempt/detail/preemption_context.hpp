@@ -7,6 +7,7 @@
 /// victims inside one target domain (`DomainSearch`).
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -37,8 +38,13 @@ struct VictimOption {
 struct CandidateVictim {
   WorkloadId id;
   const Workload* workload = nullptr;
-  std::vector<VictimOption> options;  ///< [0] = evict; then shrinks dropping 1, 2, ... replicas
+  std::vector<VictimOption> options;  ///< [0] = evict; then every shrink, fewest dropped first
+  bool options_complete = true;       ///< false when shrink subsets were too many to list
 };
+
+/// Elastic victims with at most this many replicas in reach get every subset of them as a
+/// shrink option (which replicas go matters); beyond it, prefixes only (and no exactness claim).
+inline constexpr std::size_t max_enumerated_replicas = 7;
 
 /// A relaxation dimension that cannot be covered: `have` of `need` (capacity, or what all
 /// `victims` eligible victims would free).
@@ -594,7 +600,11 @@ class PreemptionContext {
     plan.placement = placement.placement;
     plan.gang_level = placement.gang_level;
     plan.replica_level = placement.replica_level;
-    plan.target_domain = problem.target;
+    // Pools above a target (a NUMA node's CPUs for a PCIe-switch target) widen what the
+    // preemptor lands in: report the domain that holds all of it.
+    plan.target_domain = plan.placement.replicas.empty()
+                             ? problem.target
+                             : topology_.lowest_common_ancestor(problem.target, plan.placement.span_domain(topology_));
     for (const auto& victim : plan.victims) plan.cost += victim.cost;
     plan.lower_bound = status == PlanStatus::optimal ? plan.cost : std::min(lower_bound, plan.cost);
     plan.statistics = statistics;
@@ -615,7 +625,7 @@ class PreemptionContext {
     plan.status = status;
     if (placement) {
       plan.placement = placement->placement;
-      plan.target_domain = placement->gang_domain;
+      plan.target_domain = placement->placement.span_domain(topology_);
       plan.gang_level = placement->gang_level;
       plan.replica_level = placement->replica_level;
     }
@@ -673,20 +683,42 @@ class PreemptionContext {
     if (inside.empty()) return;  // nothing of it in reach: evicting it cannot help
     evict.cost = price(view.workload, 0);
     victim.options.push_back(std::move(evict));
-    const auto shrinkable = std::min<std::int64_t>(view.workload.shrinkable_replicas(),
-                                                   static_cast<std::int64_t>(inside.size()));
-    for (std::int64_t drop = 1; drop <= shrinkable; ++drop) {
-      if (drop == view.workload.replicas) break;  // dropping every replica is an eviction
+    const auto shrinkable = std::min<std::int64_t>(
+        {view.workload.shrinkable_replicas(), static_cast<std::int64_t>(inside.size()),
+         static_cast<std::int64_t>(view.workload.replicas) - 1});  // dropping all = evicting
+    if (shrinkable <= 0) return;
+    const auto add_shrink = [&](const std::vector<std::int32_t>& dropped) {
       VictimOption shrink;
       shrink.gain.assign(dims.size(), 0.0);
-      for (std::int64_t k = 0; k < drop; ++k) {
-        const auto r = static_cast<std::size_t>(inside[static_cast<std::size_t>(k)]);
-        shrink.dropped.push_back(inside[static_cast<std::size_t>(k)]);
-        const auto [first, last] = view.replica_entries(r);
+      for (std::int32_t r : dropped) {
+        const auto [first, last] = view.replica_entries(static_cast<std::size_t>(r));
         add_gain(tier, target, dims, view, first, last, shrink.gain);
       }
-      shrink.cost = price(view.workload, static_cast<std::size_t>(drop));
+      shrink.dropped = dropped;
+      shrink.cost = price(view.workload, dropped.size());
       victim.options.push_back(std::move(shrink));
+    };
+    if (inside.size() <= max_enumerated_replicas) {
+      // Which replicas go matters (they sit in different units): every subset, smallest first.
+      const std::uint32_t subsets = 1U << inside.size();
+      for (std::int64_t size = 1; size <= shrinkable; ++size) {
+        for (std::uint32_t mask = 1; mask < subsets; ++mask) {
+          if (std::popcount(mask) != size) continue;
+          std::vector<std::int32_t> dropped;
+          for (std::size_t i = 0; i < inside.size(); ++i) {
+            if ((mask >> i) & 1U) dropped.push_back(inside[i]);
+          }
+          add_shrink(dropped);
+        }
+      }
+    } else {
+      // Too many replicas to enumerate: drop the first ones in reach; exactness is lost.
+      victim.options_complete = false;
+      std::vector<std::int32_t> dropped;
+      for (std::int64_t size = 1; size <= shrinkable; ++size) {
+        dropped.push_back(inside[static_cast<std::size_t>(size - 1)]);
+        add_shrink(dropped);
+      }
     }
   }
 

@@ -55,7 +55,10 @@ class BranchAndBoundSearch {
       outcome = best;  // the search proved greedy optimal (nothing cheaper exists)
     }
     outcome.limit_reached = run.stopped;
-    outcome.exact = !run.stopped;
+    const bool complete = std::all_of(problem.victims.begin(), problem.victims.end(),
+                                      [](const auto& victim) { return victim.options_complete; });
+    outcome.exact = !run.stopped && complete;
+    if (!complete) outcome.note = "an elastic victim has too many replicas to enumerate every shrink";
     // When stopped, the least bound among abandoned subtrees is a valid domain bound.
     outcome.lower_bound = run.stopped ? std::min(run.open_bound, outcome.found ? outcome.cost : incumbent)
                                       : (outcome.found ? outcome.cost : incumbent);

@@ -31,54 +31,61 @@ struct GreedySearch {
     outcome.choice.assign(problem.victims.size(), -1);
     std::vector<double> deficit;
     std::vector<std::size_t> picked;  // in pick order
+    // Phase 1: evict whole victims (the largest gain each) until the preemptor fits. Evicting
+    // never frees less than shrinking, so this finds a plan whenever one exists.
     while (!oracle.feasible()) {
       ++statistics.nodes_explored;
       oracle.deficit(deficit);
-      // Score each (victim, option): cost per unit of still-missing resource it frees,
-      // normalised per dimension so GPUs and MiB compare.
+      // Score: cost per unit of still-missing resource freed, normalised per dimension so
+      // GPUs and MiB compare.
       std::size_t best_victim = problem.victims.size();
-      std::size_t best_option = 0;
       double best_score = std::numeric_limits<double>::infinity();
       for (std::size_t v = 0; v < problem.victims.size(); ++v) {
         if (outcome.choice[v] >= 0) continue;
-        const auto& options = problem.victims[v].options;
-        for (std::size_t o = 0; o < options.size(); ++o) {
-          double useful = 0.0;
-          for (std::size_t k = 0; k < deficit.size(); ++k) {
-            if (deficit[k] > 0.0) useful += std::min(options[o].gain[k], deficit[k]) / deficit[k];
-          }
-          // Victims freeing nothing binding may still complete a shared device or a pool:
-          // rank them last, by cost.
-          const double score = useful > 0.0 ? options[o].cost / useful : 1e300 + options[o].cost;
-          if (score < best_score) {
-            best_score = score;
-            best_victim = v;
-            best_option = o;
-          }
+        const auto& evict = problem.victims[v].options.front();
+        double useful = 0.0;
+        for (std::size_t k = 0; k < deficit.size(); ++k) {
+          if (deficit[k] > 0.0) useful += std::min(evict.gain[k], deficit[k]) / deficit[k];
+        }
+        // Victims freeing nothing binding may still complete a shared device or a pool:
+        // rank them last, by cost.
+        const double score = useful > 0.0 ? evict.cost / useful : 1e300 + evict.cost;
+        if (score < best_score) {
+          best_score = score;
+          best_victim = v;
         }
       }
       if (best_victim == problem.victims.size()) {
         outcome.note = "greedy ran out of victims";
         return outcome;
       }
-      oracle.apply(best_victim, best_option, +1);
-      outcome.choice[best_victim] = static_cast<std::int32_t>(best_option);
+      oracle.apply(best_victim, 0, +1);
+      outcome.choice[best_victim] = 0;
       picked.push_back(best_victim);
     }
-    // Drop phase: most expensive first, spare every victim the preemptor no longer needs.
+    // Phase 2, most expensive first: spare each victim the preemptor no longer needs, or else
+    // replace its eviction by the cheapest shrink that still lets the preemptor fit.
     std::stable_sort(picked.begin(), picked.end(), [&](std::size_t a, std::size_t b) {
-      return problem.victims[a].options[static_cast<std::size_t>(outcome.choice[a])].cost >
-             problem.victims[b].options[static_cast<std::size_t>(outcome.choice[b])].cost;
+      return problem.victims[a].options.front().cost > problem.victims[b].options.front().cost;
     });
     for (std::size_t v : picked) {
-      const auto option = static_cast<std::size_t>(outcome.choice[v]);
-      oracle.apply(v, option, -1);
+      const auto& options = problem.victims[v].options;
+      oracle.apply(v, 0, -1);
       ++statistics.nodes_explored;
       if (oracle.feasible()) {
         outcome.choice[v] = -1;
-      } else {
-        oracle.apply(v, option, +1);
+        continue;
       }
+      std::size_t cheapest = 0;
+      for (std::size_t o = 1; o < options.size(); ++o) {
+        if (options[o].cost >= options[cheapest].cost) continue;
+        oracle.apply(v, o, +1);
+        ++statistics.nodes_explored;
+        if (oracle.feasible()) cheapest = o;
+        oracle.apply(v, o, -1);
+      }
+      oracle.apply(v, cheapest, +1);
+      outcome.choice[v] = static_cast<std::int32_t>(cheapest);
     }
     outcome.found = true;
     for (std::size_t v = 0; v < problem.victims.size(); ++v) {
