@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file baselines/detail/common.hpp
+/// Plan-filling helpers shared by the baseline solvers. Not part of the public API.
+
+#include <algorithm>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/allocation.hpp"
+#include "topopreempt/placement_search.hpp"
+#include "topopreempt/preemption_plan.hpp"
+#include "topopreempt/topology.hpp"
+#include "topopreempt/workload.hpp"
+
+namespace topopreempt::baselines::detail {
+
+/// Verdicts kept in `PreemptionPlan::rejected`; the rest are only counted.
+inline constexpr std::size_t max_rejected_verdicts = 32;
+
+/// Fills `gang_level` and `replica_level` from the plan's finished placement.
+inline void set_levels(PreemptionPlan& plan, const Topology& topology) {
+  const DomainId enclosing = plan.placement.enclosing_domain(topology);
+  plan.gang_level = topology.level(enclosing);
+  plan.replica_level = static_cast<LevelIndex>(topology.levels().size() - 1);
+  for (std::size_t r = 0; r < plan.placement.replicas.size(); ++r) {
+    plan.replica_level =
+        std::min(plan.replica_level, topology.level(plan.placement.replica_domain(topology, r)));
+  }
+}
+
+/// Lowest domain containing every entry of `placement` (pools drawn from included), so that a
+/// plan's `target_domain` holds all of it; the root for an empty placement.
+[[nodiscard]] inline DomainId covering_domain(const Placement& placement,
+                                              const Topology& topology) {
+  DomainId covering;
+  for (const auto& replica : placement.replicas) {
+    for (const auto& entry : replica.entries) {
+      covering = covering.valid() ? topology.lowest_common_ancestor(covering, entry.domain)
+                                  : entry.domain;
+    }
+  }
+  return covering.valid() ? covering : Topology::root();
+}
+
+/// Resolves the preemptor's demand. Throws `std::invalid_argument` naming the preemptor when it
+/// is invalid against the topology or already running (a preemptor is pending by definition).
+[[nodiscard]] inline ResolvedDemand resolve_preemptor(const Allocation& state,
+                                                      const Workload& preemptor,
+                                                      std::string_view solver) {
+  ResolvedDemand demand = ResolvedDemand::of(preemptor, state.topology());
+  if (state.contains(preemptor.id)) {
+    throw std::invalid_argument(std::string(solver) + ": preemptor " + preemptor.label() +
+                                " is already running");
+  }
+  return demand;
+}
+
+/// "1 victim" / "3 victims".
+[[nodiscard]] inline std::string count_of(std::size_t count, std::string_view noun) {
+  return std::to_string(count) + " " + std::string(noun) + (count == 1 ? "" : "s");
+}
+
+}  // namespace topopreempt::baselines::detail
