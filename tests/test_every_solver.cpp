@@ -1,0 +1,638 @@
+// SPDX-License-Identifier: MIT
+// One typed suite over every solver and baseline (after cpp-sort's tests/sorters/every_sorter_*):
+// the same scenarios, and every plan of every scenario goes through the independent verifier.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/allocation.hpp"
+#include "topopreempt/baselines/exhaustive_subsets.hpp"
+#include "topopreempt/baselines/kube_default.hpp"
+#include "topopreempt/cost_model.hpp"
+#include "topopreempt/machine_shapes.hpp"
+#include "topopreempt/placement_search.hpp"
+#include "topopreempt/plan_verifier.hpp"
+#include "topopreempt/preemption_solver.hpp"
+#include "topopreempt/solvers/branch_and_bound.hpp"
+#include "topopreempt/solvers/greedy.hpp"
+#include "topopreempt/solvers/knapsack.hpp"
+
+using namespace topopreempt;
+using baselines::exhaustive_subsets_solver;
+using baselines::kube_default_solver;
+using solvers::branch_and_bound_solver;
+using solvers::greedy_solver;
+using solvers::knapsack_solver;
+
+namespace {
+
+using every_solver = std::tuple<greedy_solver, knapsack_solver, branch_and_bound_solver,
+                                kube_default_solver, exhaustive_subsets_solver>;
+
+/// Kubernetes' fit check ignores NUMA, socket and NVLink: its plans are verified with the
+/// preemptor's scopes relaxed, and whether they held anyway is counted as its hit rate.
+template <class Solver>
+inline constexpr bool topology_blind = std::is_same_v<Solver, kube_default_solver>;
+
+std::shared_ptr<const Topology> shared(Topology topology) {
+  return std::make_shared<const Topology>(std::move(topology));
+}
+
+/// `gpus` whole GPUs per replica with 2 cores and 8 GiB of host memory per GPU.
+Workload job(std::uint64_t id, std::int32_t priority, std::int32_t gpus, std::int32_t replicas = 1,
+             TopologyRequirement replica_scope = {}, TopologyRequirement gang_scope = {}) {
+  Workload workload;
+  workload.id = WorkloadId{id};
+  workload.name = "job" + std::to_string(id);
+  workload.priority = priority;
+  workload.replicas = replicas;
+  workload.demand.whole_devices = gpus;
+  workload.demand.resources =
+      ResourceSchema::standard().make({{"cpu_milli", 2000 * gpus}, {"memory_mib", 8192 * gpus}});
+  workload.replica_scope = std::move(replica_scope);
+  workload.gang_scope = std::move(gang_scope);
+  return workload;
+}
+
+/// A pending share of one GPU (openb style), with some CPU.
+Workload share_job(std::uint64_t id, std::int32_t priority, Amount gpu_milli) {
+  Workload workload;
+  workload.id = WorkloadId{id};
+  workload.name = "share" + std::to_string(id);
+  workload.priority = priority;
+  workload.demand.resources =
+      ResourceSchema::standard().make({{"gpu_milli", gpu_milli}, {"cpu_milli", 1000}});
+  return workload;
+}
+
+void start(Allocation& state, const Workload& workload) {
+  const auto found = find_placement(state, workload);
+  REQUIRE_MESSAGE(found.found, workload.label());
+  state.add(workload, found.placement);
+}
+
+/// A plan and the verifier's judgement of it.
+struct Checked {
+  PreemptionPlan plan;
+  PlanVerdict verdict;
+};
+
+/// Solves with `Solver`, verifies the plan independently (scopes relaxed only for the
+/// topology-blind baseline) and checks the solver put its name on it.
+template <class Solver, CostModel Model>
+Checked solve_checked(const Allocation& state, const Workload& preemptor, const Model& model) {
+  const Solver solver{};
+  Checked result{solver.solve(state, preemptor, model), {}};
+  VerifyOptions options;
+  options.require_topology = !topology_blind<Solver>;
+  result.verdict = verify_plan(state, preemptor, result.plan, model, options);
+  CHECK_MESSAGE(result.verdict.ok, Solver::name << " on " << preemptor.label() << ": "
+                                                << result.verdict.summary() << "\n"
+                                                << result.plan.explanation);
+  CHECK(result.plan.solver == Solver::name);
+  if constexpr (!topology_blind<Solver>) CHECK(result.verdict.topology_ok);
+  return result;
+}
+
+std::vector<std::uint64_t> victim_ids(const PreemptionPlan& plan) {
+  std::vector<std::uint64_t> ids;
+  for (const auto& victim : plan.victims) ids.push_back(victim.id.value);
+  return ids;
+}
+
+/// Whether the solver's status means "found a plan" (with or without victims).
+bool placed(const PreemptionPlan& plan) { return plan.status != PlanStatus::infeasible; }
+
+/// A random, fairly full cluster of small machines with mixed priorities, gangs and elastic
+/// jobs (for the determinism, hit-rate and agreement sweeps). Own modulo mapping, no std
+/// distributions, so the instances are the same on every standard library.
+struct RandomCluster {
+  std::shared_ptr<const Topology> topology;
+  Allocation state;
+  std::vector<std::int32_t> priorities;
+};
+
+RandomCluster random_cluster(std::uint64_t seed) {
+  std::mt19937_64 random(seed);
+  const auto pick = [&](std::uint64_t n) { return random() % n; };
+  std::shared_ptr<const Topology> topology;
+  switch (pick(3)) {
+    case 0:
+      topology = shared(shapes::cluster(shapes::rtx4090_server(), 2 + pick(3), 2));
+      break;
+    case 1:
+      topology = shared(shapes::cluster(shapes::dense_8gpu_server(), 2 + pick(3), 2));
+      break;
+    default:
+      topology = shared(shapes::cluster(shapes::hgx_h100(), 2 + pick(2), 1));
+      break;
+  }
+  RandomCluster cluster{topology, Allocation(topology), {}};
+  const std::vector<std::string> tight = {"numa", "socket", "node"};
+  for (std::uint64_t id = 1; id <= 40; ++id) {
+    const auto gpus = static_cast<std::int32_t>(1 + pick(4) / 2 + (pick(5) == 0 ? 2 : 0));
+    const auto replicas = static_cast<std::int32_t>(pick(4) == 0 ? 2 : 1);
+    Workload workload = job(id, static_cast<std::int32_t>(pick(8)), gpus, replicas);
+    if (pick(3) == 0) workload.replica_scope = TopologyRequirement::guaranteed("socket");
+    if (replicas > 1 && pick(2) == 0) workload.min_replicas = 1;
+    workload.preemptible = pick(6) != 0;
+    workload.cost.seconds_since_checkpoint = static_cast<double>(pick(600));
+    workload.cost.model_size_gib = static_cast<double>(pick(80));
+    const auto found = find_placement(cluster.state, workload);
+    if (!found.found) continue;
+    cluster.state.add(workload, found.placement);
+    cluster.priorities.push_back(workload.priority);
+  }
+  return cluster;
+}
+
+/// A preemptor for `random_cluster`, guaranteed at a level the topology has.
+Workload random_preemptor(std::uint64_t seed, const Topology& topology) {
+  std::mt19937_64 random(seed ^ 0x9e3779b97f4a7c15ULL);
+  const auto pick = [&](std::uint64_t n) { return random() % n; };
+  const auto gpus = static_cast<std::int32_t>(1 + pick(4));
+  Workload preemptor = job(1000, static_cast<std::int32_t>(4 + pick(6)), gpus,
+                           static_cast<std::int32_t>(pick(4) == 0 ? 2 : 1));
+  const std::vector<std::string> levels = {"numa", "socket", "pcie_switch", "node"};
+  const std::string level = levels[pick(levels.size())];
+  if (topology.find_level(level) && pick(3) != 0) {
+    preemptor.replica_scope = TopologyRequirement::guaranteed(level);
+  }
+  if (preemptor.replicas > 1 && pick(2) == 0)
+    preemptor.gang_scope = TopologyRequirement::guaranteed("rack");
+  return preemptor;
+}
+
+}  // namespace
+
+TEST_SUITE("every_solver") {
+  TEST_CASE_TEMPLATE_DEFINE("a preemptor that already fits needs no preemption", Solver, fits_id) {
+    Allocation state(shared(shapes::cluster(shapes::rtx4090_server(), 2, 2)));
+    for (std::uint64_t id = 1; id <= 6; ++id) start(state, job(id, 1, 1));
+    const Workload preemptor = job(100, 10, 1, 1, TopologyRequirement::guaranteed("numa"));
+    const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
+    CHECK(checked.plan.status == PlanStatus::no_preemption_needed);
+    CHECK(checked.plan.victims.empty());
+    CHECK(checked.plan.cost == 0.0);
+    CHECK(checked.verdict.topology_ok);
+  }
+  TEST_CASE_TEMPLATE_APPLY(fits_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("simple eviction on one node", Solver, one_node_id) {
+    Allocation state(shared(shapes::single_machine(shapes::rtx4090_server())));
+    // One 1-GPU job per NUMA node, priorities 1..8.
+    for (std::uint64_t id = 1; id <= 8; ++id)
+      start(state, job(id, static_cast<std::int32_t>(id), 1));
+    REQUIRE(state.idle_devices(Topology::root()) == 0);
+    const Workload preemptor = job(100, 50, 1, 1, TopologyRequirement::guaranteed("numa"));
+    const Checked count = solve_checked<Solver>(state, preemptor, cost::victim_count{});
+    CHECK(count.plan.has_victims_plan());
+    CHECK(count.plan.victims.size() == 1);
+    CHECK(count.plan.cost == doctest::Approx(1.0));
+    CHECK(!count.plan.explanation.empty());
+    // Priority-weighted (and Kubernetes' own order): the lowest priority goes.
+    const Checked weighted = solve_checked<Solver>(state, preemptor, cost::priority_weighted{});
+    const Checked kube = solve_checked<Solver>(state, preemptor, cost::kubernetes_order::of(state));
+    if constexpr (!std::is_same_v<Solver, exhaustive_subsets_solver>) {
+      CHECK(victim_ids(weighted.plan) == std::vector<std::uint64_t>{1});
+      CHECK(victim_ids(kube.plan) == std::vector<std::uint64_t>{1});
+    }
+    if (weighted.plan.status == PlanStatus::optimal) {
+      CHECK(weighted.plan.cost == doctest::Approx(1.0 + 2147483648.0));
+    }
+  }
+  TEST_CASE_TEMPLATE_APPLY(one_node_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("higher-priority and non-preemptible workloads are never victims",
+                            Solver, ineligible_id) {
+    SUBCASE("nothing eligible: infeasible, with a reason") {
+      Allocation state(shared(shapes::single_machine(shapes::hgx_h100())));
+      start(state, job(1, 50, 4, 1, TopologyRequirement::guaranteed("socket")));
+      Workload locked = job(2, 1, 4, 1, TopologyRequirement::guaranteed("socket"));
+      locked.preemptible = false;
+      start(state, locked);
+      const Workload preemptor = job(100, 10, 2);
+      const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
+      CHECK(checked.plan.status == PlanStatus::infeasible);
+      CHECK(checked.plan.victims.empty());
+      CHECK(checked.plan.placement.replicas.empty());
+      CHECK_FALSE(checked.plan.explanation.empty());
+    }
+    SUBCASE("equal priority is not lower") {
+      Allocation state(shared(shapes::single_machine(shapes::hgx_h100())));
+      start(state, job(1, 10, 8));
+      const Checked checked = solve_checked<Solver>(state, job(100, 10, 1), cost::victim_count{});
+      CHECK(checked.plan.status == PlanStatus::infeasible);
+      CHECK_FALSE(checked.plan.explanation.empty());
+    }
+    SUBCASE("the cheap-looking victims are ineligible; the eligible ones are elsewhere") {
+      Allocation state(shared(shapes::cluster(shapes::rtx4090_server(), 3, 3)));
+      // node0: non-preemptible priority 0; node1: priority 90 (above the preemptor);
+      // node2: preemptible priority 5 — the only legal victims.
+      std::uint64_t id = 1;
+      for (int i = 0; i < 8; ++i, ++id) {
+        Workload locked = job(id, 0, 1);
+        locked.preemptible = false;
+        start(state, locked);
+      }
+      for (int i = 0; i < 8; ++i, ++id) start(state, job(id, 90, 1));
+      for (int i = 0; i < 8; ++i, ++id) start(state, job(id, 5, 1));
+      REQUIRE(state.idle_devices(Topology::root()) == 0);
+      const Workload preemptor = job(100, 50, 2, 1, TopologyRequirement::guaranteed("socket"));
+      for (const Checked& checked :
+           {solve_checked<Solver>(state, preemptor, cost::victim_count{}),
+            solve_checked<Solver>(state, preemptor, cost::priority_weighted{}),
+            solve_checked<Solver>(state, preemptor, cost::kubernetes_order::of(state))}) {
+        REQUIRE(checked.plan.has_victims_plan());
+        for (const auto& victim : checked.plan.victims) CHECK(victim.id.value >= 17);
+        CHECK(state.topology().path(checked.plan.target_domain).rfind("rack0/node2", 0) == 0);
+      }
+    }
+  }
+  TEST_CASE_TEMPLATE_APPLY(ineligible_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("guaranteed NVLink-island requests land on one PCIe switch", Solver,
+                            island_id) {
+    // dense_8gpu_server: a GPU pair under one PCIe switch shares an NVLink bridge. The two
+    // cheapest victims sit on different switches, so a topology-blind choice breaks the island.
+    Allocation state(shared(shapes::single_machine(shapes::dense_8gpu_server())));
+    const std::vector<std::int32_t> priority_by_gpu = {1, 9, 2, 9, 4, 5, 9, 9};
+    for (std::uint64_t g = 0; g < 8; ++g) start(state, job(g + 1, priority_by_gpu[g], 1));
+    REQUIRE(state.idle_devices(Topology::root()) == 0);
+    const Workload preemptor = job(100, 20, 2, 1, TopologyRequirement::guaranteed("pcie_switch"));
+    const Checked checked = solve_checked<Solver>(state, preemptor, cost::priority_weighted{});
+    REQUIRE(checked.plan.has_victims_plan());
+    CHECK(checked.plan.victims.size() == 2);
+    if constexpr (!topology_blind<Solver>) {
+      CHECK(state.topology().levels()[checked.plan.replica_level] == "pcie_switch");
+      // Cheapest pair on one switch: GPUs 4 and 5 (priorities 4 + 5), not GPUs 0 and 2 (1 + 2).
+      if (checked.plan.status == PlanStatus::optimal)
+        CHECK(victim_ids(checked.plan) == std::vector<std::uint64_t>{5, 6});
+    } else {
+      MESSAGE(Solver::name << " lands the NVLink-island request topology-valid: "
+                           << checked.verdict.topology_ok);
+    }
+  }
+  TEST_CASE_TEMPLATE_APPLY(island_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("guaranteed NUMA and socket requests: topology hit rate", Solver,
+                            hit_rate_id) {
+    // The paper's 8x RTX 4090 servers, filled with 1- and 2-GPU jobs of random priority.
+    int hits = 0;
+    int decisions = 0;
+    for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+      std::mt19937_64 random(seed * 7919);
+      const auto pick = [&](std::uint64_t n) { return random() % n; };
+      auto topology = shared(shapes::cluster(shapes::rtx4090_server(), 3, 3));
+      Allocation state(topology);
+      for (std::uint64_t id = 1; id <= 30; ++id) {
+        Workload workload =
+            job(id, static_cast<std::int32_t>(pick(10)), static_cast<std::int32_t>(1 + pick(2)));
+        workload.demand.resources = topology->schema().make(
+            {{"cpu_milli", static_cast<Amount>(1000 * (1 + pick(5)))}, {"memory_mib", 4096}});
+        const auto found = find_placement(state, workload);
+        if (found.found) state.add(workload, found.placement);
+      }
+      Workload preemptor = job(1000, 20, 1, 1, TopologyRequirement::guaranteed("numa"));
+      if (seed % 3 == 1) preemptor = job(1000, 20, 2, 1, TopologyRequirement::guaranteed("socket"));
+      if (seed % 3 == 2) preemptor = job(1000, 20, 4, 1, TopologyRequirement::guaranteed("socket"));
+      preemptor.demand.resources =
+          topology->schema().make({{"cpu_milli", 8000}, {"memory_mib", 16384}});
+      const Checked checked = solve_checked<Solver>(state, preemptor, cost::priority_weighted{});
+      if (checked.plan.status == PlanStatus::infeasible) continue;
+      ++decisions;
+      hits += checked.verdict.topology_ok ? 1 : 0;
+    }
+    CHECK(decisions > 20);
+    MESSAGE(Solver::name << ": guaranteed NUMA/socket hit rate " << hits << "/" << decisions);
+    if constexpr (!topology_blind<Solver>) CHECK(hits == decisions);
+  }
+  TEST_CASE_TEMPLATE_APPLY(hit_rate_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("gang preemptor guaranteed in one rack", Solver, gang_rack_id) {
+    SUBCASE("two GB200 NVL72 racks") {
+      Allocation state(shared(shapes::cluster(shapes::gb200_nvl72_rack(), 2, 1)));
+      // One 4-GPU job per tray; the cheapest trays are split over both racks.
+      for (std::uint64_t tray = 0; tray < 36; ++tray) {
+        const auto priority = static_cast<std::int32_t>(
+            tray == 0 || tray == 18 || tray == 1 || tray == 19 ? 1 : 2 + (tray % 5));
+        start(state, job(tray + 1, priority, 4, 1, TopologyRequirement::guaranteed("node")));
+      }
+      REQUIRE(state.idle_devices(Topology::root()) == 0);
+      const Workload gang = job(100, 50, 4, 4, TopologyRequirement::guaranteed("node"),
+                                TopologyRequirement::guaranteed("rack"));
+      const Checked checked = solve_checked<Solver>(state, gang, cost::priority_weighted{});
+      REQUIRE(checked.plan.has_victims_plan());
+      CHECK(checked.plan.victims.size() == 4);
+      if constexpr (!topology_blind<Solver>) {
+        CHECK(state.topology().levels()[checked.plan.gang_level] == "rack");
+      } else {
+        MESSAGE(Solver::name << " keeps the gang in one rack: " << checked.verdict.topology_ok);
+      }
+    }
+    SUBCASE("dense servers, two per rack") {
+      Allocation state(shared(shapes::cluster(shapes::dense_8gpu_server(), 4, 2)));
+      for (std::uint64_t node = 0; node < 4; ++node) {
+        start(state, job(node + 1, static_cast<std::int32_t>(node == 0 || node == 3 ? 1 : 2), 8));
+      }
+      const Workload gang = job(100, 50, 8, 2, TopologyRequirement::guaranteed("node"),
+                                TopologyRequirement::guaranteed("rack"));
+      const Checked checked = solve_checked<Solver>(state, gang, cost::priority_weighted{});
+      REQUIRE(checked.plan.has_victims_plan());
+      CHECK(checked.plan.victims.size() == 2);
+      if constexpr (!topology_blind<Solver>) {
+        CHECK(state.topology().levels()[checked.plan.gang_level] == "rack");
+      }
+    }
+  }
+  TEST_CASE_TEMPLATE_APPLY(gang_rack_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("gang victims are evicted whole, freeing every replica", Solver,
+                            gang_victim_id) {
+    auto topology = shared(shapes::cluster(shapes::hgx_h100(), 2, 2));
+    Allocation state(topology);
+    // A 2 x 6-GPU gang spans both nodes (one replica per node); each node keeps 2 GPUs for a
+    // priority-90 job. The gang is the only eligible victim.
+    const Workload gang = job(1, 1, 6, 2, TopologyRequirement::guaranteed("node"));
+    start(state, gang);
+    start(state, job(2, 90, 2));
+    start(state, job(3, 90, 2));
+    REQUIRE(state.idle_devices(Topology::root()) == 0);
+    const Placement gang_at = state.placement(WorkloadId{1});
+    REQUIRE(topology->level(gang_at.enclosing_domain(*topology)) < topology->host_level());
+
+    const Workload preemptor = job(100, 10, 4, 1, TopologyRequirement::guaranteed("socket"));
+    const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
+    REQUIRE(checked.plan.has_victims_plan());
+    REQUIRE(checked.plan.victims.size() == 1);
+    CHECK(checked.plan.victims[0].id == WorkloadId{1});
+    CHECK(checked.plan.victims[0].action == VictimAction::evict);
+    CHECK(checked.plan.victims[0].dropped_replicas.empty());
+    // Applying the plan frees the gang's replica on the other node too.
+    Allocation after = state;
+    after.remove(WorkloadId{1});
+    for (DomainId node : topology->domains_at(topology->host_level()))
+      CHECK(after.idle_devices(node) == 6);
+  }
+  TEST_CASE_TEMPLATE_APPLY(gang_victim_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("elastic victims shrink instead of being evicted when cheaper", Solver,
+                            elastic_id) {
+    Allocation state(shared(shapes::single_machine(shapes::hgx_h100())));
+    Workload elastic = job(1, 1, 2, 3);
+    elastic.min_replicas = 1;
+    elastic.cost.seconds_since_checkpoint = 100.0;
+    start(state, elastic);
+    Workload rigid = job(2, 1, 2);
+    rigid.cost.seconds_since_checkpoint = 1000.0;
+    start(state, rigid);
+    REQUIRE(state.idle_devices(Topology::root()) == 0);
+    const Workload preemptor = job(100, 10, 2, 1, TopologyRequirement::guaranteed("socket"));
+    const cost::lost_work lost;
+    const Checked checked = solve_checked<Solver>(state, preemptor, lost);
+    REQUIRE(checked.plan.has_victims_plan());
+    REQUIRE(checked.plan.victims.size() == 1);
+    // Dropping one replica loses 1 + 2 x 100; evicting the gang 1 + 6 x 100; the rigid job 2001.
+    if constexpr (!is_baseline_v<Solver>) {
+      CHECK(checked.plan.victims[0].id == WorkloadId{1});
+      CHECK(checked.plan.victims[0].action == VictimAction::shrink);
+      CHECK(checked.plan.victims[0].dropped_replicas.size() == 1);
+      CHECK(checked.plan.cost == doctest::Approx(201.0));
+    } else {
+      MESSAGE(Solver::name << " pays " << checked.plan.cost << " where a shrink costs 201");
+    }
+  }
+  TEST_CASE_TEMPLATE_APPLY(elastic_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("elastic victims: which replicas are dropped matters", Solver,
+                            which_replica_id) {
+    // One dense server; the preemptor needs two NVLink islands (PCIe switches) of 2 GPUs.
+    // pcie0: elastic replica 0 + a locked job; pcie1: elastic replica 1 + a cheap job;
+    // pcie2: idle; pcie3: locked. Optimum: drop elastic replica 1 (101) + evict the cheap job (1).
+    auto topology = shared(shapes::single_machine(shapes::dense_8gpu_server()));
+    Allocation state(topology);
+    const auto gpus = topology->domains_at(topology->device_level());
+    const auto on = [&](std::initializer_list<std::size_t> indices) {
+      Placement placement;
+      for (std::size_t g : indices)
+        placement.replicas.push_back({{{gpus[g], topology->local_capacity(gpus[g])}}});
+      return placement;
+    };
+    const auto gpu_only = [](std::uint64_t id, bool preemptible) {
+      Workload workload;
+      workload.id = WorkloadId{id};
+      workload.priority = 1;
+      workload.preemptible = preemptible;
+      workload.demand.whole_devices = 1;
+      return workload;
+    };
+    Workload elastic = gpu_only(1, true);
+    elastic.replicas = 2;
+    elastic.min_replicas = 1;
+    elastic.cost.seconds_since_checkpoint = 100.0;
+    state.add(elastic, on({0, 2}));
+    state.add(gpu_only(2, false), on({1}));
+    state.add(gpu_only(3, true), on({3}));
+    state.add(gpu_only(4, false), on({6}));
+    state.add(gpu_only(5, false), on({7}));
+    Workload preemptor = gpu_only(100, true);
+    preemptor.priority = 10;
+    preemptor.demand.whole_devices = 2;
+    preemptor.replicas = 2;
+    preemptor.replica_scope = TopologyRequirement::guaranteed("pcie_switch");
+    const Checked checked = solve_checked<Solver>(state, preemptor, cost::lost_work{});
+    CHECK(placed(checked.plan));
+    if (checked.plan.status == PlanStatus::optimal)
+      CHECK(checked.plan.cost == doctest::Approx(102.0));
+    // Branch-and-bound is exact without preconditions (the knapsack's fail here: several units).
+    if constexpr (std::is_same_v<Solver, branch_and_bound_solver>)
+      CHECK(checked.plan.status == PlanStatus::optimal);
+  }
+  TEST_CASE_TEMPLATE_APPLY(which_replica_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("an elastic victim with more replicas than solvers enumerate", Solver,
+                            many_replicas_id) {
+    // 8 one-GPU replicas on one dense server, in an order where no short prefix of replicas
+    // frees whole PCIe switches. Two 2-GPU replicas guaranteed on one switch each: the cheapest
+    // shrink drops replicas 0, 4, 1, 5 (GPUs 0-3); the first six would be needed otherwise.
+    auto topology = shared(shapes::single_machine(shapes::dense_8gpu_server()));
+    Allocation state(topology);
+    const auto gpus = topology->domains_at(topology->device_level());
+    Workload elastic;
+    elastic.id = WorkloadId{1};
+    elastic.priority = 1;
+    elastic.replicas = 8;
+    elastic.min_replicas = 1;
+    elastic.demand.whole_devices = 1;
+    elastic.cost.seconds_since_checkpoint = 100.0;
+    Placement spread;
+    for (std::size_t g : {0, 2, 4, 6, 1, 3, 5, 7}) {
+      spread.replicas.push_back({{{gpus[g], topology->local_capacity(gpus[g])}}});
+    }
+    state.add(elastic, spread);
+    Workload preemptor;
+    preemptor.id = WorkloadId{100};
+    preemptor.priority = 10;
+    preemptor.demand.whole_devices = 2;
+    preemptor.replicas = 2;
+    preemptor.replica_scope = TopologyRequirement::guaranteed("pcie_switch");
+    const Checked checked = solve_checked<Solver>(state, preemptor, cost::lost_work{});
+    REQUIRE(checked.plan.has_victims_plan());
+    // Dropping two replicas loses 1 + 2 x 100 GPU-seconds; an optimality claim must match it.
+    CHECK(checked.plan.cost >= 201.0 - 1e-9);
+    if (checked.plan.status == PlanStatus::optimal)
+      CHECK(checked.plan.cost == doctest::Approx(201.0));
+    MESSAGE(Solver::name << ": " << to_string(checked.plan.status) << " at cost "
+                         << checked.plan.cost);
+  }
+  TEST_CASE_TEMPLATE_APPLY(many_replicas_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("best-effort preemptors", Solver, best_effort_id) {
+    Allocation state(shared(shapes::single_machine(shapes::rtx4090_server())));
+    for (std::uint64_t id = 1; id <= 8; ++id)
+      start(state, job(id, static_cast<std::int32_t>(id), 1));
+    const Topology& topology = state.topology();
+
+    SUBCASE("tightest tier reachable by preemption") {
+      const Workload preemptor = job(100, 50, 1, 1, TopologyRequirement::best_effort("numa"));
+      const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
+      REQUIRE(checked.plan.has_victims_plan());
+      if constexpr (!is_baseline_v<Solver>)
+        CHECK(topology.levels()[checked.plan.replica_level] == "numa");
+    }
+    SUBCASE("a looser tier is accepted when the tight one is impossible") {
+      // Two GPUs never share a NUMA node on this server: the best is one socket.
+      const Workload preemptor = job(100, 50, 2, 1, TopologyRequirement::best_effort("numa"));
+      const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
+      REQUIRE(checked.plan.has_victims_plan());
+      if constexpr (!is_baseline_v<Solver>) {
+        CHECK(topology.levels()[checked.plan.replica_level] == "socket");
+        CHECK(checked.plan.victims.size() == 2);
+      }
+    }
+    SUBCASE("fits loosely without preemption") {
+      Allocation room = state;
+      room.remove(WorkloadId{1});
+      room.remove(WorkloadId{8});  // GPU 0 (socket 0) and GPU 7 (socket 1)
+      const Workload preemptor = job(100, 50, 2, 1, TopologyRequirement::best_effort("socket"));
+      const Checked checked = solve_checked<Solver>(room, preemptor, cost::victim_count{});
+      CHECK(checked.plan.status == PlanStatus::no_preemption_needed);
+      CHECK(checked.plan.victims.empty());
+    }
+  }
+  TEST_CASE_TEMPLATE_APPLY(best_effort_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("GPU shares on openb nodes", Solver, shares_id) {
+    const auto t4 =
+        std::make_shared<const shapes::MachineShape>(shapes::openb_node("T4", 2, 32000, 131072));
+    const auto v100 = std::make_shared<const shapes::MachineShape>(
+        shapes::openb_node("V100M32", 4, 64000, 262144));
+    Allocation state(shared(shapes::cluster({{"t4-a", t4}, {"t4-b", t4}, {"v100", v100}}, 3)));
+    std::uint64_t id = 1;
+    // Every GPU holds two shares (460 + 460 milli): 80 milli free per GPU.
+    for (int i = 0; i < 16; ++i, ++id)
+      start(state, share_job(id, static_cast<std::int32_t>(1 + id % 4), 460));
+    REQUIRE(state.idle_devices(Topology::root()) == 0);
+    const Workload preemptor = share_job(100, 10, 700);
+    const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
+    REQUIRE(checked.plan.has_victims_plan());
+    // 1000 - 460 = 540 < 700: both shares of one GPU must go.
+    CHECK(checked.plan.victims.size() == 2);
+    const auto devices = checked.plan.placement.devices(state.topology());
+    REQUIRE(devices.size() == 1);
+    const Checked whole = solve_checked<Solver>(state, job(101, 10, 1), cost::victim_count{});
+    REQUIRE(whole.plan.has_victims_plan());
+    CHECK(whole.plan.victims.size() == 2);
+  }
+  TEST_CASE_TEMPLATE_APPLY(shares_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("identical input gives an identical plan", Solver, determinism_id) {
+    for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+      const RandomCluster cluster = random_cluster(seed);
+      const Workload preemptor = random_preemptor(seed, *cluster.topology);
+      const cost::kubernetes_order kube_order(
+          cluster.priorities.empty() ? std::vector<std::int32_t>{0} : cluster.priorities);
+      const Checked first = solve_checked<Solver>(cluster.state, preemptor, kube_order);
+      const Checked again = solve_checked<Solver>(cluster.state, preemptor, kube_order);
+      const Allocation copy = cluster.state;  // NOLINT(performance-unnecessary-copy-initialization)
+      const Checked copied = solve_checked<Solver>(copy, preemptor, kube_order);
+      CHECK(first.plan == again.plan);
+      CHECK(first.plan == copied.plan);
+      // A state rebuilt in another order (removing and re-adding a workload) decides the same.
+      Allocation rebuilt = cluster.state;
+      const auto ids = rebuilt.workload_ids();
+      if (!ids.empty()) {
+        const Workload moved = rebuilt.workload(ids.front());
+        const Placement where = rebuilt.placement(ids.front());
+        rebuilt.remove(ids.front());
+        rebuilt.add(moved, where);
+        const Checked reordered = solve_checked<Solver>(rebuilt, preemptor, kube_order);
+        CHECK(first.plan.victims == reordered.plan.victims);
+        CHECK(first.plan.placement == reordered.plan.placement);
+      }
+    }
+  }
+  TEST_CASE_TEMPLATE_APPLY(determinism_id, every_solver);
+
+  TEST_CASE_TEMPLATE_DEFINE("exact solvers agree on cost; every solver agrees on feasibility",
+                            Solver, agreement_id) {
+    int compared = 0;
+    for (std::uint64_t seed = 100; seed < 160; ++seed) {
+      const RandomCluster cluster = random_cluster(seed);
+      const Workload preemptor = random_preemptor(seed, *cluster.topology);
+      const cost::lost_work lost;
+      const Checked reference =
+          solve_checked<branch_and_bound_solver>(cluster.state, preemptor, lost);
+      const Checked checked = solve_checked<Solver>(cluster.state, preemptor, lost);
+      CAPTURE(seed);
+      if constexpr (!is_baseline_v<Solver>) {
+        CHECK((checked.plan.status == PlanStatus::no_preemption_needed) ==
+              (reference.plan.status == PlanStatus::no_preemption_needed));
+        CHECK(placed(checked.plan) == placed(reference.plan));
+      }
+      if (checked.plan.has_victims_plan() && reference.plan.status == PlanStatus::optimal) {
+        // Nobody beats a proven optimum (the topology-blind baseline plays by other rules).
+        if constexpr (!topology_blind<Solver>) {
+          CHECK(checked.plan.cost >= reference.plan.cost * (1.0 - 1e-9) - 1e-9);
+        }
+        if constexpr (is_exact_v<Solver>) {
+          if (checked.plan.status == PlanStatus::optimal) {
+            CHECK(checked.plan.cost == doctest::Approx(reference.plan.cost).epsilon(1e-9));
+            ++compared;
+          }
+        }
+      }
+    }
+    if constexpr (is_exact_v<Solver>)
+      MESSAGE(Solver::name << ": " << compared << " optimal costs compared");
+  }
+  TEST_CASE_TEMPLATE_APPLY(agreement_id, every_solver);
+}
+
+TEST_SUITE("every_solver") {
+  TEST_CASE_TEMPLATE_DEFINE("guaranteed PCIe switch on HGX H100, CPUs from the NUMA node above",
+                            Solver, hgx_switch_id) {
+    // The CPUs of an HGX H100 socket live on its NUMA node, above the PCIe switches: a replica
+    // confined to one switch draws them from the enclosing pool without leaving its scope.
+    Allocation state(shared(shapes::single_machine(shapes::hgx_h100())));
+    for (std::uint64_t id = 1; id <= 8; ++id)
+      start(state, job(id, static_cast<std::int32_t>(id), 1));
+    const Workload preemptor = job(100, 50, 2, 1, TopologyRequirement::guaranteed("pcie_switch"));
+    const Checked checked = solve_checked<Solver>(state, preemptor, cost::priority_weighted{});
+    REQUIRE(checked.plan.has_victims_plan());
+    CHECK(checked.plan.victims.size() == 2);
+    if constexpr (!topology_blind<Solver>) {
+      CHECK(state.topology().levels()[checked.plan.replica_level] == "pcie_switch");
+    }
+  }
+  TEST_CASE_TEMPLATE_APPLY(hgx_switch_id, every_solver);
+}
