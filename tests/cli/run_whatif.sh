@@ -1,0 +1,91 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Smoke test of topopreempt-whatif over examples/snapshots/.
+#   usage: run_whatif.sh PATH/TO/topopreempt-whatif SNAPSHOT_DIR
+# Valid examples must exit 0 (infeasible-*.json: 1, documented as infeasible), in every output
+# format and with --solver all; JSON output must parse. Every invalid/*.json must exit 2 with a
+# JSON path ("$.") on stderr. Prints one line per check; exits 1 if any check failed.
+set -u
+
+tool=${1:?usage: run_whatif.sh TOOL SNAPSHOT_DIR}
+dir=${2:?usage: run_whatif.sh TOOL SNAPSHOT_DIR}
+failures=0
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/run_whatif.XXXXXX") || exit 1
+trap 'rm -rf "$scratch"' EXIT INT TERM
+
+check() {  # check EXPECTED_EXIT DESCRIPTION -- COMMAND...
+  expected=$1
+  what=$2
+  shift 3
+  "$@" >"$scratch/out" 2>"$scratch/err"
+  status=$?
+  if [ "$status" -ne "$expected" ]; then
+    echo "FAIL $what: exit $status, expected $expected"
+    sed 's/^/    /' "$scratch/err" | head -n 5
+    failures=$((failures + 1))
+    return 1
+  fi
+  echo "ok   $what (exit $status)"
+  return 0
+}
+
+# JSON on stdout must parse (python3 when present; otherwise only the exit code is checked).
+check_json() {
+  if command -v python3 >/dev/null 2>&1; then
+    if ! python3 -c 'import json, sys; json.load(sys.stdin)' <"$scratch/out"; then
+      echo "FAIL $1: stdout is not valid JSON"
+      failures=$((failures + 1))
+    fi
+  fi
+}
+
+check 0 "--help" -- "$tool" --help
+check 2 "no arguments" -- "$tool"
+check 2 "unknown option" -- "$tool" --bogus "$dir/paper-server.json"
+check 2 "unknown solver" -- "$tool" --solver simplex "$dir/paper-server.json"
+check 2 "missing file" -- "$tool" "$dir/does-not-exist.json"
+
+found=0
+for snapshot in "$dir"/*.json; do
+  [ -e "$snapshot" ] || continue
+  found=$((found + 1))
+  name=$(basename "$snapshot")
+  expected=0
+  case "$name" in infeasible-*) expected=1 ;; esac
+  check "$expected" "$name" -- "$tool" "$snapshot"
+  if check "$expected" "$name --format json" -- "$tool" --format json "$snapshot"; then
+    check_json "$name --format json"
+  fi
+  check "$expected" "$name --solver all" -- "$tool" --solver all --format both "$snapshot"
+  if check "$expected" "$name --solver all --format json --time-limit-ms 5000" -- \
+    "$tool" --solver all --format json --time-limit-ms 5000 "$snapshot"; then
+    check_json "$name --solver all --format json"
+  fi
+  for cost in victim_count priority_weighted lost_work reload_time kubernetes_order; do
+    check "$expected" "$name --cost $cost" -- "$tool" --cost "$cost" "$snapshot"
+  done
+done
+if [ "$found" -eq 0 ]; then
+  echo "FAIL no snapshots in $dir"
+  failures=$((failures + 1))
+fi
+
+for snapshot in "$dir"/invalid/*.json; do
+  [ -e "$snapshot" ] || continue
+  name=invalid/$(basename "$snapshot")
+  if check 2 "$name" -- "$tool" "$snapshot"; then
+    if grep -q '\$\.' "$scratch/err"; then
+      echo "ok   $name names a JSON path: $(head -n 1 "$scratch/err")"
+    else
+      echo "FAIL $name: no JSON path (\$.) on stderr"
+      sed 's/^/    /' "$scratch/err" | head -n 5
+      failures=$((failures + 1))
+    fi
+  fi
+done
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all checks passed"
