@@ -36,14 +36,19 @@ int main() {
   inference.replica_scope = TopologyRequirement::guaranteed("socket");
 
   const cost::priority_weighted cost_model{.offset = 1.0};  // cost = priority + 1 per victim
-  const auto report = [&](const PreemptionPlan& plan) {
+  const auto report = [&](const auto& solver) {
+    const PreemptionPlan plan = solver.solve(cluster, inference, cost_model);
+    const bool valid = verify_plan(cluster, inference, plan, cost_model, {.require_topology = false}).ok;
     std::cout << "=== " << plan.solver << ": " << to_string(plan.status) << ", cost " << plan.cost
-              << ", " << plan.victims.size() << " victim(s), " << plan.statistics.seconds * 1e6
-              << " us\n"
+              << ", " << plan.victims.size() << " victim(s), topology "
+              << (plan.topology_satisfied ? "kept" : "BROKEN (preemption wasted)")
+              << (valid ? "" : ", plan INVALID") << ", " << plan.statistics.seconds * 1e6 << " us\n"
               << plan.explanation << "placement: " << plan.placement.describe(*topology) << "\n\n";
   };
-  report(solvers::greedy.solve(cluster, inference, cost_model));
-  report(solvers::knapsack.solve(cluster, inference, cost_model));
-  report(solvers::branch_and_bound.solve(cluster, inference, cost_model));
+  report(solvers::greedy);
+  report(solvers::knapsack);
+  report(solvers::branch_and_bound);
+  report(baselines::kube_default);        // Kubernetes: node-level fit, blind to sockets
+  report(baselines::exhaustive_subsets);  // the paper's k-subset search
   return 0;
 }

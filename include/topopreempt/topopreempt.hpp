@@ -22,3 +22,11 @@
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
+
+#include "topopreempt/baselines/kube_default.hpp"
+#include "topopreempt/baselines/exhaustive_subsets.hpp"
+#include "topopreempt/plan_verifier.hpp"
+#include "topopreempt/cluster_generator.hpp"
+
+#include "topopreempt/aryl.hpp"
+#include "topopreempt/compass.hpp"
