@@ -224,7 +224,8 @@ class KubeDefaultRun {
     std::vector<DomainVerdict> result;
     total = 0;
     const auto hosts = topology_.domains_at(topology_.host_level());
-    for (std::size_t h = 0; h < hosts.size(); ++h) {
+    // Every round may have placed its replica directly: then no node was ever judged.
+    for (std::size_t h = 0; h < hosts.size() && h < verdicts_.size(); ++h) {
       const NodeVerdict& verdict = verdicts_[h];
       if (verdict.kind == VerdictKind::none ||
           std::find(replica_nodes.begin(), replica_nodes.end(), hosts[h]) != replica_nodes.end()) {
@@ -563,7 +564,10 @@ struct kube_default_solver {
       plan.target_domain = topology.lowest_common_ancestor(plan.target_domain, node);
     }
     detail::set_levels(plan, topology);
-    plan.status = plan.victims.empty() ? PlanStatus::no_preemption_needed : PlanStatus::feasible;
+    // Pods that each fit alone but break the gang's guarantee did not "fit as the cluster
+    // stands": report the plan as feasible with its broken topology, not as a free fit.
+    plan.status = plan.victims.empty() && plan.topology_satisfied ? PlanStatus::no_preemption_needed
+                                                                   : PlanStatus::feasible;
     plan.rejected = run.losers(detail::max_rejected_verdicts, plan.rejected_total);
 
     std::string text = "kube_default: " + preemptor.label() + " (priority " +
