@@ -314,8 +314,12 @@ class Allocation {
                record.workload.name.capacity() + record.workload.cost.model_id.capacity() +
                static_cast<std::size_t>(record.workload.demand.resources.size()) * sizeof(Amount);
     }
-    for (const auto& list : occupants_) bytes += sizeof(list) + list.capacity() * sizeof(WorkloadId);
-    for (const auto& list : occupant_slots_) bytes += sizeof(list) + list.capacity() * sizeof(std::uint32_t);
+    for (const auto& list : occupants_) {
+      bytes += sizeof(std::vector<WorkloadId>) + list.capacity() * sizeof(WorkloadId);
+    }
+    for (const auto& list : occupant_slots_) {
+      bytes += sizeof(std::vector<std::uint32_t>) + list.capacity() * sizeof(std::uint32_t);
+    }
     return bytes;
   }
 

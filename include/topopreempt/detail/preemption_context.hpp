@@ -135,7 +135,7 @@ struct DomainOutcome {
 
 /// Why a domain lost, kept as numbers and formatted only for the few domains a plan lists.
 struct Rejection {
-  enum class Kind : std::uint8_t { too_small, hopeless, bound, costlier, not_searched, no_better };
+  enum class Kind : std::uint8_t { too_small, hopeless, bound, costlier, no_better };
   DomainId domain;
   Kind kind = Kind::bound;
   Shortfall shortfall;
@@ -890,8 +890,6 @@ class RejectionLog {
       case Rejection::Kind::costlier:
         return "best victim set costs " + amount(r.value) + " > " + amount(r.best) +
                (r.note.empty() ? "" : " (" + r.note + ")");
-      case Rejection::Kind::not_searched:
-        return "not searched: limit reached (lower bound " + amount(r.value) + ")";
       case Rejection::Kind::no_better:
         return r.note.empty() ? "no victim set here beats " + amount(r.best) : r.note;
     }
@@ -982,12 +980,6 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
         }
         log.count_unlisted(scanned.size());
         break;
-      }
-      if (Clock::now() - start > limits.time_limit || statistics.nodes_explored > limits.max_nodes) {
-        statistics.limit_reached = true;
-        open_bound = std::min(open_bound, item.bound);
-        log.searched({item.target, Rejection::Kind::not_searched, {}, item.bound, best_cost, {}});
-        continue;
       }
       (void)context.build_problem(tier, item.target, problem);
       ++statistics.domains_solved;

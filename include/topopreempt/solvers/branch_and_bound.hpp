@@ -40,7 +40,21 @@ class BranchAndBoundSearch {
     using namespace topopreempt::detail;
     // Greedy incumbent first: a good early cost makes the bound bite from the root.
     DomainOutcome best = GreedySearch{}.search(state, problem, incumbent, limits_, statistics);
+    // Out of budget before this domain: keep greedy's plan and the domain's relaxation bound,
+    // so later domains still contribute an incumbent instead of being skipped unread.
+    if (statistics.nodes_explored >= limits_.max_nodes ||
+        topopreempt::detail::Clock::now() - start_ > limits_.time_limit) {
+      best.exact = false;
+      best.limit_reached = true;
+      best.lower_bound = std::min(problem.lower_bound, best.found ? best.cost : incumbent);
+      best.note = "limit reached: greedy plan only";
+      return best;
+    }
     Run run{*this, state, problem, statistics};
+    // One hard domain must not consume the whole budget: each gets at most a quarter of it.
+    run.node_cap = std::min(limits_.max_nodes,
+                            statistics.nodes_explored +
+                                std::max<std::uint64_t>(limits_.max_nodes / 4, 10'000));
     run.best_cost = best.found ? std::min(best.cost, incumbent) : incumbent;
     run.found = false;
     run.order_victims();
@@ -54,14 +68,18 @@ class BranchAndBoundSearch {
     } else if (best.found && best.cost < incumbent) {
       outcome = best;  // the search proved greedy optimal (nothing cheaper exists)
     }
+    // When stopped, the least bound among abandoned subtrees is a valid domain bound.
+    outcome.lower_bound = run.stopped ? std::min(run.open_bound, outcome.found ? outcome.cost : incumbent)
+                                      : (outcome.found ? outcome.cost : incumbent);
     outcome.limit_reached = run.stopped;
     const bool complete = std::all_of(problem.victims.begin(), problem.victims.end(),
                                       [](const auto& victim) { return victim.options_complete; });
     outcome.exact = !run.stopped && complete;
-    if (!complete) outcome.note = "an elastic victim has too many replicas to enumerate every shrink";
-    // When stopped, the least bound among abandoned subtrees is a valid domain bound.
-    outcome.lower_bound = run.stopped ? std::min(run.open_bound, outcome.found ? outcome.cost : incumbent)
-                                      : (outcome.found ? outcome.cost : incumbent);
+    if (!complete) {
+      // The search was exact over the listed options only: fall back to the relaxation bound.
+      outcome.note = "an elastic victim has too many replicas to enumerate every shrink";
+      outcome.lower_bound = std::min(problem.lower_bound, outcome.found ? outcome.cost : incumbent);
+    }
     if (!outcome.found && !run.stopped) outcome.note = "proved: nothing here beats the best";
     return outcome;
   }
@@ -82,6 +100,7 @@ class BranchAndBoundSearch {
     std::vector<std::vector<topopreempt::detail::CandidateVictim>> suffixes;
     double best_cost = std::numeric_limits<double>::infinity();
     double open_bound = std::numeric_limits<double>::infinity();
+    std::uint64_t node_cap = 0;
     bool found = false;
     bool stopped = false;
 
@@ -112,7 +131,7 @@ class BranchAndBoundSearch {
     }
 
     [[nodiscard]] bool out_of_budget() {
-      if (statistics.nodes_explored > owner.limits_.max_nodes) return true;
+      if (statistics.nodes_explored > node_cap) return true;
       // Reading the clock costs ~20 ns: check it every 256 nodes only.
       if ((statistics.nodes_explored & 255U) == 0 &&
           topopreempt::detail::Clock::now() - owner.start_ > owner.limits_.time_limit) {
@@ -180,10 +199,10 @@ class branch_and_bound_solver {
     limits_.max_nodes = nodes;
     return *this;
   }
-  /// Rvalue overload so `branch_and_bound_solver{}.node_limit(1000)` chains on a temporary.
-  branch_and_bound_solver&& node_limit(std::uint64_t nodes) && noexcept {
+  /// On a temporary (`branch_and_bound_solver{}.node_limit(1000)`): returns the changed copy.
+  branch_and_bound_solver node_limit(std::uint64_t nodes) && noexcept {
     limits_.max_nodes = nodes;
-    return std::move(*this);
+    return *this;
   }
   /// Stop after `limit` wall time (then `feasible` with a gap).
   template <class Rep, class Period>
@@ -192,9 +211,9 @@ class branch_and_bound_solver {
     return *this;
   }
   template <class Rep, class Period>
-  branch_and_bound_solver&& time_limit(std::chrono::duration<Rep, Period> limit) && noexcept {
+  branch_and_bound_solver time_limit(std::chrono::duration<Rep, Period> limit) && noexcept {
     limits_.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(limit);
-    return std::move(*this);
+    return *this;
   }
   /// The limits in force.
   [[nodiscard]] const topopreempt::detail::SearchLimits& limits() const noexcept { return limits_; }

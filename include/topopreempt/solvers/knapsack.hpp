@@ -27,7 +27,8 @@ namespace detail {
 /// (3) no occupied device in the target is shared by two workloads (a freed device is then
 ///     exactly one victim's gain);
 /// (4) the pools the preemptor draws from lie inside the target;
-/// (5) at most two dimensions are short (the DP table is (deficit+1) per dimension).
+/// (5) at most two dimensions are short (the DP table is (deficit+1) per dimension);
+/// (6) every elastic victim's shrink choices are listed (at most 7 of its replicas in reach).
 [[nodiscard]] inline std::string knapsack_precondition_failure(
     const Allocation& state, const topopreempt::detail::DomainProblem& problem) {
   const Topology& topology = state.topology();
@@ -49,6 +50,11 @@ namespace detail {
     if (problem.need[k] > 0.0) ++binding;
   }
   if (binding > 2) return std::to_string(binding) + " dimensions are short (the DP handles 2)";
+  for (const auto& victim : problem.victims) {
+    if (!victim.options_complete) {
+      return victim.workload->label() + " has too many replicas in reach to list every shrink";
+    }
+  }
   return {};
 }
 
@@ -140,9 +146,9 @@ class knapsack_solver {
     search_.max_cells = cells;
     return *this;
   }
-  knapsack_solver&& max_cells(std::size_t cells) && noexcept {
+  knapsack_solver max_cells(std::size_t cells) && noexcept {
     search_.max_cells = cells;
-    return std::move(*this);
+    return *this;
   }
 
   /// Chooses victims for `preemptor` under `model`. Throws `std::invalid_argument` naming the
