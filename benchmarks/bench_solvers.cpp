@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+// Per-decision cost of every solver on the DESIGN.md §6 clusters (100 / 1,000 / 10,000 dense
+// 8-GPU nodes at 92 % GPU occupancy), next to the floor: a bare scan of the state.
+//
+// Each benchmark is one (solver, preemptor kind, size). One benchmark iteration is one *round*:
+// the same kind with 4 variants (priority 2000 / 700 / 400, light or heavy CPU and memory), so
+// no single lucky instance decides the median. Counters (per decision, averaged over variants):
+//   p50_ms / mean_ms   median and mean CPU time (of the calling thread) of one decision;
+//   p50_wall_ms        median wall time (inflated whenever the machine is shared)
+//   x_scan             p50_ms / median bare-scan time of the same cluster (the floor)
+//   victims, cost      plan size and total cost (lost_work + reload_time)
+//   gap                plan.gap(); nodes, pruned: statistics.nodes_explored / domains_pruned
+//   optimal, no_preempt, infeasible   fraction of decisions with that status
+//   topo_hit           fraction of decisions (with a plan) whose placement honours the scopes
+//   cost_ratio         mean cost / branch-and-bound optimum, over decisions where B&B proved
+//                      optimality with a positive cost (ref_proven = fraction of those)
+//   same_cost          fraction of those where the cost equals the optimum within 1e-6
+// 1-GPU kinds run on a saturated twin cluster (100 % busy GPUs): at 92 % a 1-GPU preemptor
+// always finds an idle GPU, which measures nothing but the no-preemption fast path.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "topopreempt/baselines/exhaustive_subsets.hpp"
+#include "topopreempt/baselines/kube_default.hpp"
+#include "topopreempt/cluster_generator.hpp"
+#include "topopreempt/cost_model.hpp"
+#include "topopreempt/solvers/branch_and_bound.hpp"
+#include "topopreempt/solvers/greedy.hpp"
+#include "topopreempt/solvers/knapsack.hpp"
+
+namespace {
+
+using namespace topopreempt;
+using Clock = std::chrono::steady_clock;
+
+/// CPU time of the calling thread in seconds: on a shared 2-core machine, wall time mostly
+/// measures the neighbours; the thread's CPU time is what the decision itself costs.
+double thread_seconds() {
+  std::timespec now{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
+constexpr std::array<std::int64_t, 3> sizes{100, 1000, 10000};
+
+/// A preemptor kind of DESIGN.md §6.
+struct Kind {
+  const char* name;
+  PreemptorSpec spec;
+  bool saturated;  ///< measured on the 100 %-busy twin cluster
+};
+
+const std::vector<Kind>& kinds() {
+  static const std::vector<Kind> all{
+      {"numa1", {PreemptorKind::numa, 1}, true},
+      {"best_effort1", {PreemptorKind::best_effort, 1}, true},
+      {"island4", {PreemptorKind::nvlink_island, 4}, false},
+      {"numa4", {PreemptorKind::numa, 4}, false},
+      {"socket4", {PreemptorKind::socket, 4}, false},
+      {"best_effort4", {PreemptorKind::best_effort, 4}, false},
+      {"node8", {PreemptorKind::node, 8}, false},
+      {"island8", {PreemptorKind::nvlink_island, 8}, false},
+      {"rack16", {PreemptorKind::rack_gang, 16, 2}, false},
+  };
+  return all;
+}
+
+/// The rotation of one kind: who may be preempted (priority) and how heavy the host side is.
+std::vector<Workload> variants(const Kind& kind) {
+  struct Variant {
+    std::int32_t priority;
+    Amount cpu_milli_per_gpu;
+    Amount memory_mib_per_gpu;
+  };
+  constexpr Amount gib = 1024;  // in MiB
+  constexpr std::array<Variant, 4> table{{{generated_priority::preemptor, 6000, 64 * gib},
+                                          {generated_priority::preemptor, 8000, 120 * gib},
+                                          {700, 6000, 64 * gib},
+                                          {400, 4000, 48 * gib}}};
+  std::vector<Workload> result;
+  for (const Variant& v : table) {
+    PreemptorSpec spec = kind.spec;
+    spec.priority = v.priority;
+    spec.cpu_milli_per_gpu = v.cpu_milli_per_gpu;
+    spec.memory_mib_per_gpu = v.memory_mib_per_gpu;
+    result.push_back(make_preemptor(spec));
+  }
+  return result;
+}
+
+/// Every cluster is generated once per process.
+const GeneratedCluster& cluster(std::int64_t nodes, bool saturated) {
+  static std::map<std::pair<std::int64_t, bool>, std::unique_ptr<GeneratedCluster>> cache;
+  auto& slot = cache[{nodes, saturated}];
+  if (!slot) {
+    ClusterSpec spec;
+    spec.nodes = static_cast<std::size_t>(nodes);
+    if (saturated) spec.target_occupancy = 1.0;
+    slot = std::make_unique<GeneratedCluster>(generate_cluster(spec));
+  }
+  return *slot;
+}
+
+/// The floor: one pass over every running workload.
+std::int64_t bare_scan(const Allocation& state) {
+  std::int64_t sum = 0;
+  state.for_each_workload([&](const Workload& workload) {
+    sum += workload.preemptible ? workload.priority : 0;
+    sum += static_cast<std::int64_t>(workload.demand.whole_devices) * workload.replicas;
+  });
+  return sum;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+/// Median time of a bare scan of one cluster (seconds), measured once per cluster.
+double scan_floor(std::int64_t nodes, bool saturated) {
+  static std::map<std::pair<std::int64_t, bool>, double> cache;
+  const auto it = cache.find({nodes, saturated});
+  if (it != cache.end()) return it->second;
+  const Allocation& state = cluster(nodes, saturated).state;
+  std::vector<double> times;
+  for (int rep = 0; rep < 51; ++rep) {
+    const double start = thread_seconds();
+    benchmark::DoNotOptimize(bare_scan(state));
+    times.push_back(thread_seconds() - start);
+  }
+  return cache[{nodes, saturated}] = median(std::move(times));
+}
+
+/// Lost GPU-seconds since the last checkpoint plus model reload seconds (Compass): what evicting
+/// a training or a serving job really costs. CPU-only jobs cost the two floors (2).
+using BenchCost = cost::weighted_sum<cost::lost_work, cost::reload_time>;
+const BenchCost cost_model{};
+
+/// What a decision is judged against: branch-and-bound's plan for the same instance.
+struct Reference {
+  PlanStatus status = PlanStatus::infeasible;
+  double cost = 0.0;
+};
+using ReferenceKey = std::tuple<std::int64_t, std::size_t, std::size_t>;  // nodes, kind, variant
+
+std::map<ReferenceKey, Reference>& references() {
+  static std::map<ReferenceKey, Reference> cache;
+  return cache;
+}
+
+const Reference& reference(std::int64_t nodes, std::size_t kind, std::size_t variant) {
+  auto& cache = references();
+  const ReferenceKey key{nodes, kind, variant};
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    const Kind& k = kinds()[kind];
+    const PreemptionPlan plan = solvers::branch_and_bound.solve(cluster(nodes, k.saturated).state,
+                                                                variants(k)[variant], cost_model);
+    it = cache.emplace(key, Reference{plan.status, plan.cost}).first;
+  }
+  return it->second;
+}
+
+/// One solver on one (kind, size): rounds over the variants.
+template <class Solver>
+void decide(benchmark::State& state, const Solver& solver, std::int64_t nodes, std::size_t kind) {
+  const Kind& k = kinds()[kind];
+  const Allocation& allocation = cluster(nodes, k.saturated).state;
+  const std::vector<Workload> preemptors = variants(k);
+  std::vector<double> times;
+  std::vector<double> wall_times;
+  std::vector<PreemptionPlan> last(preemptors.size());
+  for (auto _ : state) {
+    for (std::size_t v = 0; v < preemptors.size(); ++v) {
+      const auto wall_start = Clock::now();
+      const double start = thread_seconds();
+      PreemptionPlan plan = solver.solve(allocation, preemptors[v], cost_model);
+      times.push_back(thread_seconds() - start);
+      wall_times.push_back(std::chrono::duration<double>(Clock::now() - wall_start).count());
+      last[v] = std::move(plan);
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(preemptors.size()));
+
+  // Plans are deterministic (same input, same plan), so the last round describes every round.
+  const bool is_reference = Solver::name == solvers::branch_and_bound_solver::name;
+  double victims = 0, cost = 0, gap = 0, nodes_explored = 0, pruned = 0;
+  double optimal = 0, no_preempt = 0, infeasible = 0, with_plan = 0, topo_hit = 0;
+  double proven = 0, ratio_sum = 0, same = 0;
+  for (std::size_t v = 0; v < last.size(); ++v) {
+    const PreemptionPlan& plan = last[v];
+    if (is_reference)
+      references().emplace(ReferenceKey{nodes, kind, v}, Reference{plan.status, plan.cost});
+    victims += static_cast<double>(plan.victims.size());
+    cost += plan.cost;
+    gap += plan.gap();
+    nodes_explored += static_cast<double>(plan.statistics.nodes_explored);
+    pruned += static_cast<double>(plan.statistics.domains_pruned);
+    optimal += plan.status == PlanStatus::optimal;
+    no_preempt += plan.status == PlanStatus::no_preemption_needed;
+    infeasible += plan.status == PlanStatus::infeasible;
+    if (plan.status != PlanStatus::infeasible) {
+      ++with_plan;
+      topo_hit += plan.topology_satisfied;
+    }
+    const Reference& ref = reference(nodes, kind, v);
+    if (ref.status == PlanStatus::optimal && ref.cost > 0.0 && plan.has_victims_plan()) {
+      ++proven;
+      ratio_sum += plan.cost / ref.cost;
+      same += std::abs(plan.cost - ref.cost) <= 1e-6 * std::max(1.0, ref.cost);
+    }
+  }
+  const auto n = static_cast<double>(last.size());
+  const double p50 = median(times);
+  double mean = 0.0;
+  for (double t : times) mean += t;
+  mean /= static_cast<double>(std::max<std::size_t>(times.size(), 1));
+  state.counters["p50_ms"] = p50 * 1e3;
+  state.counters["mean_ms"] = mean * 1e3;
+  state.counters["p50_wall_ms"] = median(wall_times) * 1e3;
+  state.counters["x_scan"] = p50 / scan_floor(nodes, k.saturated);
+  state.counters["victims"] = victims / n;
+  state.counters["cost"] = cost / n;
+  state.counters["gap"] = gap / n;
+  state.counters["nodes"] = nodes_explored / n;
+  state.counters["pruned"] = pruned / n;
+  state.counters["optimal"] = optimal / n;
+  state.counters["no_preempt"] = no_preempt / n;
+  state.counters["infeasible"] = infeasible / n;
+  state.counters["topo_hit"] = with_plan > 0 ? topo_hit / with_plan : 0.0;
+  state.counters["ref_proven"] = proven / n;
+  state.counters["cost_ratio"] = proven > 0 ? ratio_sum / proven : 0.0;
+  state.counters["same_cost"] = proven > 0 ? same / proven : 0.0;
+}
+
+void bare_scan_benchmark(benchmark::State& state, std::int64_t nodes) {
+  const Allocation& allocation = cluster(nodes, false).state;
+  for (auto _ : state) benchmark::DoNotOptimize(bare_scan(allocation));
+  state.counters["workloads"] = static_cast<double>(allocation.size());
+}
+
+/// exhaustive_subsets enumerates every subset of every node: past this size one decision
+/// takes longer than the 10 s the comparison allows, so it is not run there.
+constexpr std::int64_t exhaustive_max_nodes = 10000;
+
+bool register_benchmarks() {
+  const auto exhaustive = baselines::exhaustive_subsets.time_limit(std::chrono::seconds(10));
+  for (std::int64_t nodes : sizes) {
+    const std::string suffix = "/nodes:" + std::to_string(nodes);
+    benchmark::RegisterBenchmark(("bare_scan" + suffix).c_str(), bare_scan_benchmark, nodes)
+        ->Unit(benchmark::kMicrosecond);
+    for (std::size_t kind = 0; kind < kinds().size(); ++kind) {
+      const std::string name = std::string("/") + kinds()[kind].name + suffix;
+      // Branch-and-bound first: its plans become the references of the others.
+      benchmark::RegisterBenchmark(("branch_and_bound" + name).c_str(), [=](benchmark::State& s) {
+        decide(s, solvers::branch_and_bound, nodes, kind);
+      })->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("greedy" + name).c_str(), [=](benchmark::State& s) {
+        decide(s, solvers::greedy, nodes, kind);
+      })->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("knapsack" + name).c_str(), [=](benchmark::State& s) {
+        decide(s, solvers::knapsack, nodes, kind);
+      })->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(("kube_default" + name).c_str(), [=](benchmark::State& s) {
+        decide(s, baselines::kube_default, nodes, kind);
+      })->Unit(benchmark::kMillisecond);
+      if (nodes <= exhaustive_max_nodes) {
+        benchmark::RegisterBenchmark(
+            ("exhaustive_subsets" + name).c_str(),
+            [=](benchmark::State& s) { decide(s, exhaustive, nodes, kind); })
+            ->Unit(benchmark::kMillisecond);
+      }
+    }
+  }
+  return true;
+}
+
+[[maybe_unused]] const bool registered = register_benchmarks();
+
+}  // namespace
