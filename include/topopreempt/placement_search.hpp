@@ -317,7 +317,7 @@ template <CapacityView View>
     }
     for (DomainId pool : order) {
       if (need == 0) break;
-      if (topology.is_device(pool) || topology.local_capacity(pool)(i) == 0) continue;
+      if (topology.is_device(pool) || topology.local_capacity(pool, dim) == 0) continue;
       const Amount take = std::min(need, local_free(view, pool, dim));
       if (take <= 0) continue;
       auto it = std::find_if(drawn.begin(), drawn.end(),

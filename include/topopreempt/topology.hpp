@@ -176,8 +176,27 @@ class Topology {
     return level(lowest_common_ancestor(a, b));
   }
 
-  /// Local capacity (what the domain itself holds, not its descendants).
-  [[nodiscard]] auto local_capacity(DomainId d) const { return local_capacity_.col(checked_index(d)); }
+  /// Local capacity (what the domain itself holds, not its descendants). Derived from the
+  /// aggregated capacities (one matrix fewer: a 10,000-node cluster saves ~7 MiB); costs
+  /// O(children).
+  [[nodiscard]] ResourceVector local_capacity(DomainId d) const {
+    ResourceVector local = capacity_.col(checked_index(d));
+    if (level_[d.value] == device_level_) return local;
+    for (std::uint32_t c = d.value + 1; c < subtree_end_[d.value]; c = subtree_end_[c]) {
+      local -= capacity_.col(static_cast<Eigen::Index>(c));
+    }
+    return local;
+  }
+  /// Local capacity of one dimension.
+  [[nodiscard]] Amount local_capacity(DomainId d, std::size_t dim) const {
+    const auto row = static_cast<Eigen::Index>(dim);
+    Amount local = capacity_(row, checked_index(d));
+    if (level_[d.value] == device_level_) return local;
+    for (std::uint32_t c = d.value + 1; c < subtree_end_[d.value]; c = subtree_end_[c]) {
+      local -= capacity_(row, static_cast<Eigen::Index>(c));
+    }
+    return local;
+  }
   /// Aggregated capacity (local plus all descendants).
   [[nodiscard]] auto capacity(DomainId d) const { return capacity_.col(checked_index(d)); }
   /// Aggregated capacities, one column per domain (dimensions x domains).
@@ -211,8 +230,7 @@ class Topology {
                         level_.capacity() + parent_.capacity() * 4 + subtree_end_.capacity() * 4 +
                         device_count_.capacity() * 4 + device_ordinal_.capacity() * 4 + ordinal_.capacity() * 4 +
                         host_affinity_.capacity() * 4 +
-                        static_cast<std::size_t>(capacity_.size() + local_capacity_.size()) *
-                            sizeof(Amount);
+                        static_cast<std::size_t>(capacity_.size()) * sizeof(Amount);
     for (const auto& level : by_level_) bytes += level.capacity() * sizeof(DomainId);
     for (const auto& matrix : affinity_matrices_) {
       bytes += static_cast<std::size_t>(matrix.size()) * sizeof(double);
@@ -252,7 +270,6 @@ class Topology {
   std::vector<std::uint32_t> name_begin_;
   std::vector<std::vector<DomainId>> by_level_;
   Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> capacity_;
-  Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> local_capacity_;
   std::vector<Eigen::MatrixXd> affinity_matrices_;
   std::vector<std::uint32_t> host_affinity_;  // per domain; meaningful at host level only
 };
@@ -385,7 +402,6 @@ class TopologyBuilder {
     topology.ordinal_.reserve(n);
     topology.name_begin_.reserve(n + 1);
     topology.capacity_.resize(dims, static_cast<Eigen::Index>(n));
-    topology.local_capacity_.resize(dims, static_cast<Eigen::Index>(n));
     topology.by_level_.assign(levels_.size(), {});
 
     // Iterative pre-order walk: deep trees must not overflow the stack.
@@ -414,17 +430,22 @@ class TopologyBuilder {
       topology.parent_[id] = domain.parent == none ? none : new_id[domain.parent];
       topology.name_begin_.push_back(static_cast<std::uint32_t>(topology.names_.size()));
       topology.names_ += domain.name;
-      topology.local_capacity_.col(id) = domain.local_capacity;
+      topology.capacity_.col(id) = domain.local_capacity;
       topology.ordinal_.push_back(static_cast<std::uint32_t>(topology.by_level_[domain.level].size()));
       topology.by_level_[domain.level].push_back(DomainId{id});
       if (domain.level == device_level_) topology.device_count_[id] = 1;
     }
     topology.name_begin_.push_back(static_cast<std::uint32_t>(topology.names_.size()));
-    topology.capacity_ = topology.local_capacity_;
     // Children have larger pre-order ids than parents: one reverse sweep aggregates bottom-up.
     for (std::uint32_t id = static_cast<std::uint32_t>(n); id-- > 1;) {
       const std::uint32_t parent = topology.parent_[id];
-      topology.capacity_.col(parent) += topology.capacity_.col(id);
+      for (Eigen::Index dim = 0; dim < dims; ++dim) {
+        Amount& total = topology.capacity_(dim, parent);
+        if (__builtin_add_overflow(total, topology.capacity_(dim, id), &total)) {
+          throw std::overflow_error("capacity of '" + nodes_[order[parent]].name + "' overflows in '" +
+                                    schema_[static_cast<std::size_t>(dim)].name + "'");
+        }
+      }
       topology.device_count_[parent] += topology.device_count_[id];
     }
     for (DomainId host : topology.by_level_[host_level_]) {
