@@ -87,23 +87,28 @@ std::vector<std::string> replica_levels(const Topology& topology) {
   return levels;
 }
 
+/// Which requirement modes the preemptor draws.
 struct RequirementMix {
   bool best_effort = false;  ///< draw best-effort scopes (else none / guaranteed)
 };
 
+/// `gpus` whole GPUs per replica, with (when `pooled`) some CPU and host memory per GPU.
 ReplicaDemand random_demand(Dice& dice, const Topology& topology, std::int32_t gpus, bool pooled) {
+  const ResourceSchema& schema = topology.schema();
   ReplicaDemand demand;
   demand.whole_devices = gpus;
-  demand.resources = topology.schema().zeros();
+  demand.resources = schema.zeros();
   if (pooled) {
-    demand.resources(2) = gpus * dice.among(std::vector<Amount>{0, 1000, 2000, 4000});
-    demand.resources(3) = gpus * dice.among(std::vector<Amount>{0, 4096, 16384});
+    const auto cpu = static_cast<Eigen::Index>(schema.index_of("cpu_milli"));
+    const auto memory = static_cast<Eigen::Index>(schema.index_of("memory_mib"));
+    demand.resources(cpu) = gpus * dice.among(std::vector<Amount>{0, 1000, 2000, 4000});
+    demand.resources(memory) = gpus * dice.among(std::vector<Amount>{0, 4096, 16384});
   }
   return demand;
 }
 
-TopologyRequirement random_scope(Dice& dice, const std::string& level, RequirementMode mode) {
-  (void)dice;
+/// `mode` at `level` (nothing at all for `none`).
+TopologyRequirement scope_at(const std::string& level, RequirementMode mode) {
   return mode == RequirementMode::none ? TopologyRequirement{} : TopologyRequirement{mode, level};
 }
 
@@ -146,12 +151,12 @@ Workload random_preemptor(Dice& dice, const Topology& topology, RequirementMix m
   const RequirementMode strict =
       mix.best_effort ? RequirementMode::best_effort : RequirementMode::guaranteed;
   const auto mode = [&] { return dice.one_in(3) ? RequirementMode::none : strict; };
-  preemptor.replica_scope = random_scope(dice, level, mode());
+  preemptor.replica_scope = scope_at(level, mode());
   if (preemptor.replicas > 1) {
     const std::string gang_level = dice.one_in(3) ? "node" : "rack";
     const bool consistent = preemptor.replica_scope.mode == RequirementMode::none ||
                             topology.level_index(gang_level) <= topology.level_index(level);
-    if (consistent) preemptor.gang_scope = random_scope(dice, gang_level, mode());
+    if (consistent) preemptor.gang_scope = scope_at(gang_level, mode());
   }
   if (mix.best_effort && preemptor.replica_scope.mode != RequirementMode::best_effort &&
       preemptor.gang_scope.mode != RequirementMode::best_effort) {
@@ -497,19 +502,10 @@ bool reaches(const Topology& topology, const PreemptionPlan& plan, const Workloa
 /// and infeasible, never beats the optimum nor bounds above it, and an `optimal` plan (from any
 /// solver) costs exactly the optimum.
 template <class Solver, CostModel Model>
-void compare(Tally& tally, const Instance& instance, const Model& model, const BruteForce& truth,
-             const Workload* winning_tier = nullptr) {
+void judge(Tally& tally, const Instance& instance, const Model& /*model*/, const BruteForce& truth,
+           const PreemptionPlan& plan, const Workload* winning_tier = nullptr) {
   const Allocation& state = *instance.state;
-  PreemptionPlan plan;
-  try {
-    plan = Solver{}.solve(state, instance.preemptor, model);
-  } catch (const std::exception& error) {
-    tally.fail(instance, Model::name, std::string("threw: ") + error.what());
-    return;
-  }
   ++tally.plans;
-  const PlanVerdict verdict = verify_plan(state, instance.preemptor, plan, model);
-  if (!verdict.ok) tally.fail(instance, Model::name, "verifier: " + verdict.summary());
   switch (truth.outcome) {
     case BruteForce::Outcome::fits_now:
       if (plan.status != PlanStatus::no_preemption_needed) {
@@ -551,6 +547,31 @@ void compare(Tally& tally, const Instance& instance, const Model& model, const B
       !same_cost(plan.lower_bound, truth.cost)) {
     tally.fail(instance, Model::name,
                "lower bound " + std::to_string(plan.lower_bound) + " above the optimum: " + both);
+  }
+}
+
+/// The solver's plan, verified independently (violations go to `tally`); nullopt if it threw.
+template <class Solver, CostModel Model>
+std::optional<PreemptionPlan> solve_verified(Tally& tally, const Instance& instance,
+                                             const Model& model) {
+  std::optional<PreemptionPlan> plan;
+  try {
+    plan = Solver{}.solve(*instance.state, instance.preemptor, model);
+  } catch (const std::exception& error) {
+    tally.fail(instance, Model::name, std::string("threw: ") + error.what());
+    return plan;
+  }
+  const PlanVerdict verdict = verify_plan(*instance.state, instance.preemptor, *plan, model);
+  if (!verdict.ok) tally.fail(instance, Model::name, "verifier: " + verdict.summary());
+  return plan;
+}
+
+/// Solves, verifies and judges against `truth` in one go.
+template <class Solver, CostModel Model>
+void compare(Tally& tally, const Instance& instance, const Model& model, const BruteForce& truth,
+             const Workload* winning_tier = nullptr) {
+  if (const auto plan = solve_verified<Solver>(tally, instance, model)) {
+    judge<Solver>(tally, instance, model, truth, *plan, winning_tier);
   }
 }
 
@@ -605,16 +626,23 @@ TEST_SUITE("brute_force") {
         optimal += truth.outcome == BruteForce::Outcome::optimal ? 1 : 0;
         compare<solvers::branch_and_bound_solver>(branch_and_bound, *instance, model, truth);
         compare<solvers::knapsack_solver>(knapsack, *instance, model, truth);
-        compare<baselines::exhaustive_subsets_solver>(exhaustive, *instance, model, truth);
         compare<solvers::greedy_solver>(greedy, *instance, model, truth);
-        const BruteForce evictions =
-            brute_force(*instance->state, instance->preemptor, model, Shrinks::forbidden);
-        compare<baselines::exhaustive_subsets_solver>(exhaustive_evictions, *instance, model,
-                                                      evictions);
+        using exhaustive_solver = baselines::exhaustive_subsets_solver;
+        const auto paper = solve_verified<exhaustive_solver>(exhaustive, *instance, model);
+        if (paper) judge<exhaustive_solver>(exhaustive, *instance, model, truth, *paper);
+        std::size_t elastic = 0;
         for (WorkloadId id : instance->state->workload_ids()) {
           const Workload& w = instance->state->workload(id);
-          with_shrink += (eligible(w, instance->preemptor) && w.min_replicas) ? 1 : 0;
+          elastic += (eligible(w, instance->preemptor) && w.min_replicas) ? 1 : 0;
         }
+        with_shrink += elastic;
+        // Without elastic candidates the evictions-only optimum is `truth` itself.
+        const BruteForce evictions =
+            elastic == 0
+                ? truth
+                : brute_force(*instance->state, instance->preemptor, model, Shrinks::forbidden);
+        if (paper)
+          judge<exhaustive_solver>(exhaustive_evictions, *instance, model, evictions, *paper);
       });
     }
     const double seconds =

@@ -90,8 +90,8 @@ PreemptionPlan hand_plan(const Allocation& state, const Workload& preemptor,
 
 /// One replica holding the given GPUs (by ordinal in the topology) and its pooled CPU/memory
 /// from `pool`.
-ReplicaPlacement replica_on(const Topology& topology, std::vector<std::size_t> gpus, DomainId pool,
-                            Amount cpu_milli, Amount memory_mib) {
+ReplicaPlacement replica_on(const Topology& topology, const std::vector<std::size_t>& gpus,
+                            DomainId pool, Amount cpu_milli, Amount memory_mib) {
   ReplicaPlacement replica;
   const auto devices = topology.domains_at(topology.device_level());
   for (std::size_t g : gpus)
