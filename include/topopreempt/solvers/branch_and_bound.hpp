@@ -17,6 +17,7 @@
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/cost_model.hpp"
 #include "topopreempt/detail/preemption_context.hpp"
+#include "topopreempt/detail/unit_slot_bound.hpp"
 #include "topopreempt/preemption_plan.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 
@@ -91,7 +92,9 @@ class BranchAndBoundSearch {
     const topopreempt::detail::DomainProblem& problem;
     SolverStatistics& statistics;
     topopreempt::detail::FeasibilityOracle oracle{state, problem};
-    std::vector<std::size_t> order;  // position -> victim index
+    topopreempt::detail::UnitSlotBound slots{state, problem};
+    std::vector<std::size_t> order;        // position -> victim index
+    std::vector<std::size_t> position_of;  // victim index -> position
     std::vector<std::int32_t> choice;
     std::vector<std::int32_t> best_choice;
     std::vector<topopreempt::detail::CandidateVictim> remaining_view;
@@ -122,6 +125,8 @@ class BranchAndBoundSearch {
         score[v] = useful / std::max(victims[v].options.front().cost, 1e-12);
       }
       std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return score[a] > score[b]; });
+      position_of.assign(victims.size(), 0);
+      for (std::size_t p = 0; p < order.size(); ++p) position_of[order[p]] = p;
       // Suffix copies in search order so the bound of a node reads a contiguous tail.
       suffixes.clear();
       std::vector<topopreempt::detail::CandidateVictim> ordered;
@@ -152,8 +157,16 @@ class BranchAndBoundSearch {
       }
       if (position == order.size()) return;
       oracle.deficit(deficit);
-      const double bound = cost + topopreempt::detail::fractional_bound(deficit, remaining_view, position, &scratch);
+      double bound = cost + topopreempt::detail::fractional_bound(deficit, remaining_view, position, &scratch);
       if (bound >= best_cost - tolerance) return;
+      if (slots.active()) {
+        // Several units (a gang in a rack): the aggregate deficit may be zero although no
+        // unit can take a replica; the per-unit slot bound sees it.
+        bound = std::max(bound, cost + slots.bound(oracle.view(), [&](std::size_t v) {
+                                  return position_of[v] >= position;
+                                }));
+        if (bound >= best_cost - tolerance) return;
+      }
       if (stopped || out_of_budget()) {
         stopped = true;
         open_bound = std::min(open_bound, bound);

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file detail/unit_slot_bound.hpp
+/// A lower bound for targets that hold several units (a gang of node-confined replicas that
+/// must share one rack): the aggregate bound sees a rack with 20 idle GPUs as needing nothing
+/// for two 8-GPU replicas, although no single node has 8. This bound counts per unit.
+///
+/// Let m_u replicas fit in unit u now and S = R - sum m_u more be needed. Placing s more in u
+/// costs at least f_u(s), the fractional cost of covering u's per-dimension deficit for m_u+s
+/// replicas with the still-undecided victims' gains *in u*, each victim priced at its cheapest
+/// option divided by the number of units it touches (so a gang freeing two nodes is not paid
+/// twice). f_u is convex in s (fractional covering is convex in the amount, the deficit affine
+/// in s), so the cheapest way to add S replicas takes the S smallest marginal costs across
+/// units. The result never exceeds the true cost of any completion: a valid bound.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/allocation.hpp"
+#include "topopreempt/capacity_view.hpp"
+#include "topopreempt/detail/preemption_context.hpp"
+#include "topopreempt/placement_search.hpp"
+
+namespace topopreempt::detail {
+
+class UnitSlotBound {
+ public:
+  /// Prepares the per-unit gains of `problem`'s victims; inactive (bound 0) for one unit.
+  UnitSlotBound(const Allocation& state, const DomainProblem& problem)
+      : topology_(&state.topology()), problem_(&problem) {
+    const ResolvedDemand& demand = problem.tier->demand;
+    const auto units = units_of(*topology_, demand, problem.target);
+    if (units.size() < 2) return;
+    units_.assign(units.begin(), units.end());
+    // Dimensions the unit itself measures: whole devices, device shares, and pooled dimensions
+    // whose pools lie inside the unit (pools above it are shared: dropping them keeps a bound).
+    if (demand.whole_devices > 0) dims_.push_back({whole_device_dimension, static_cast<double>(demand.whole_devices)});
+    for (Eigen::Index i = 0; i < demand.pooled.size(); ++i) {
+      const double per_replica = static_cast<double>(demand.pooled(i) + demand.share(i));
+      if (per_replica <= 0.0) continue;
+      dims_.push_back({static_cast<std::size_t>(i), per_replica});
+    }
+    unit_items_.assign(units_.size(), {});
+    const std::size_t count = dims_.size();
+    std::vector<double> gains(units_.size() * count);
+    for (std::size_t v = 0; v < problem.victims.size(); ++v) {
+      const auto& victim = problem.victims[v];
+      std::fill(gains.begin(), gains.end(), 0.0);
+      const WorkloadView view = state.view(victim.id);
+      for (std::size_t e = 0; e < view.domains.size(); ++e) {
+        const DomainId domain = view.domains[e];
+        const auto it = std::upper_bound(units_.begin(), units_.end(), domain);
+        if (it == units_.begin()) continue;
+        const auto u = static_cast<std::size_t>(it - units_.begin()) - 1;
+        if (!topology_->contains(units_[u], domain)) continue;
+        for (std::size_t k = 0; k < count; ++k) {
+          const std::size_t dim = dims_[k].first;
+          if (dim == whole_device_dimension) {
+            if (topology_->is_device(domain)) gains[u * count + k] += 1.0;
+          } else if (measured_in_unit(u, dim)) {
+            gains[u * count + k] += static_cast<double>(view.amount(e, dim));
+          }
+        }
+      }
+      std::size_t touches = 0;
+      for (std::size_t u = 0; u < units_.size(); ++u) {
+        for (std::size_t k = 0; k < count; ++k) {
+          if (gains[u * count + k] > 0.0) {
+            ++touches;
+            break;
+          }
+        }
+      }
+      if (touches == 0) continue;
+      double cheapest = std::numeric_limits<double>::infinity();
+      for (const auto& option : victim.options) cheapest = std::min(cheapest, option.cost);
+      const double share = cheapest / static_cast<double>(touches);
+      for (std::size_t u = 0; u < units_.size(); ++u) {
+        Item item{v, share, std::vector<double>(gains.begin() + static_cast<std::ptrdiff_t>(u * count),
+                                               gains.begin() + static_cast<std::ptrdiff_t>((u + 1) * count))};
+        if (std::any_of(item.gain.begin(), item.gain.end(), [](double g) { return g > 0.0; })) {
+          unit_items_[u].push_back(std::move(item));
+        }
+      }
+    }
+  }
+
+  /// Whether the bound can say more than the aggregate one.
+  [[nodiscard]] bool active() const noexcept { return !units_.empty(); }
+
+  /// The bound with `view` as the state and only victims with `available(v)` still undecided.
+  template <class Available>
+  [[nodiscard]] double bound(const OverlayView<Allocation>& view, Available&& available) {
+    if (!active()) return 0.0;
+    const ResolvedDemand& demand = problem_->tier->demand;
+    std::int64_t missing = demand.replicas;
+    fits_.resize(units_.size());
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      fits_[u] = replicas_that_fit(view, demand, units_[u]);
+      missing -= fits_[u];
+    }
+    if (missing <= 0) return 0.0;
+    marginals_.clear();
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      double previous = 0.0;
+      for (std::int64_t s = 1; s <= missing; ++s) {
+        const double cost = unit_cost(view, u, fits_[u] + s, available);
+        if (!std::isfinite(cost)) break;  // u cannot host more, whatever goes
+        marginals_.push_back(std::max(0.0, cost - previous));
+        previous = cost;
+      }
+    }
+    if (static_cast<std::int64_t>(marginals_.size()) < missing) return std::numeric_limits<double>::infinity();
+    std::nth_element(marginals_.begin(), marginals_.begin() + (missing - 1), marginals_.end());
+    double total = 0.0;
+    for (std::int64_t i = 0; i < missing; ++i) total += marginals_[static_cast<std::size_t>(i)];
+    return total;
+  }
+
+ private:
+  struct Item {
+    std::size_t victim;
+    double price;               // the victim's cheapest price, shared among the units it touches
+    std::vector<double> gain;   // per dimension, inside this unit
+  };
+
+  [[nodiscard]] bool measured_in_unit(std::size_t u, std::size_t dim) const {
+    return topology_->schema().is_device(dim) ||
+           topology_->capacity(units_[u])(static_cast<Eigen::Index>(dim)) > 0;
+  }
+
+  /// Fractional cost of fitting `replicas` in unit u (max over dimensions).
+  template <class Available>
+  double unit_cost(const OverlayView<Allocation>& view, std::size_t u, std::int64_t replicas,
+                   Available& available) {
+    double cost = 0.0;
+    for (std::size_t k = 0; k < dims_.size(); ++k) {
+      const std::size_t dim = dims_[k].first;
+      if (dim != whole_device_dimension && !measured_in_unit(u, dim)) continue;
+      const double free = dim == whole_device_dimension ? static_cast<double>(view.idle_devices(units_[u]))
+                                                        : static_cast<double>(view.free(units_[u], dim));
+      double need = static_cast<double>(replicas) * dims_[k].second - free;
+      if (need <= 0.0) continue;
+      ratios_.clear();
+      for (const Item& item : unit_items_[u]) {
+        if (item.gain[k] > 0.0 && available(item.victim)) ratios_.emplace_back(item.price / item.gain[k], item.gain[k]);
+      }
+      std::sort(ratios_.begin(), ratios_.end());
+      double spent = 0.0;
+      for (const auto& [ratio, gain] : ratios_) {
+        const double take = std::min(gain, need);
+        spent += take * ratio;
+        need -= take;
+        if (need <= 0.0) break;
+      }
+      if (need > 1e-9) return std::numeric_limits<double>::infinity();
+      cost = std::max(cost, spent);
+    }
+    return cost;
+  }
+
+  const Topology* topology_;
+  const DomainProblem* problem_;
+  std::vector<DomainId> units_;
+  std::vector<std::pair<std::size_t, double>> dims_;  // (dimension, per-replica demand)
+  std::vector<std::vector<Item>> unit_items_;
+  std::vector<std::int64_t> fits_;
+  std::vector<double> marginals_;
+  std::vector<std::pair<double, double>> ratios_;
+};
+
+}  // namespace topopreempt::detail
