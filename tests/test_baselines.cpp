@@ -20,8 +20,10 @@
 #include "topopreempt/machine_shapes.hpp"
 #include "topopreempt/placement_search.hpp"
 #include "topopreempt/preemption_solver.hpp"
+#include "support.hpp"
 
 using namespace topopreempt;
+using topopreempt::test::shared;
 using baselines::exhaustive_subsets;
 using baselines::kube_default;
 using baselines::SubsetRanking;
@@ -41,9 +43,6 @@ static_assert(exhaustive_subsets.ranking(SubsetRanking::paper_score).max_victims
 
 namespace {
 
-std::shared_ptr<const Topology> shared(Topology topology) {
-  return std::make_shared<const Topology>(std::move(topology));
-}
 
 /// `gpus` whole GPUs per replica and, optionally, CPU cores (pooled).
 Workload job(std::uint64_t id, std::int32_t priority, std::int32_t gpus, std::int32_t replicas = 1,

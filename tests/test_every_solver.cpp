@@ -25,8 +25,10 @@
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
+#include "support.hpp"
 
 using namespace topopreempt;
+using namespace topopreempt::test;
 using baselines::exhaustive_subsets_solver;
 using baselines::kube_default_solver;
 using solvers::branch_and_bound_solver;
@@ -43,25 +45,7 @@ using every_solver = std::tuple<greedy_solver, knapsack_solver, branch_and_bound
 template <class Solver>
 inline constexpr bool topology_blind = std::is_same_v<Solver, kube_default_solver>;
 
-std::shared_ptr<const Topology> shared(Topology topology) {
-  return std::make_shared<const Topology>(std::move(topology));
-}
 
-/// `gpus` whole GPUs per replica with 2 cores and 8 GiB of host memory per GPU.
-Workload job(std::uint64_t id, std::int32_t priority, std::int32_t gpus, std::int32_t replicas = 1,
-             TopologyRequirement replica_scope = {}, TopologyRequirement gang_scope = {}) {
-  Workload workload;
-  workload.id = WorkloadId{id};
-  workload.name = "job" + std::to_string(id);
-  workload.priority = priority;
-  workload.replicas = replicas;
-  workload.demand.whole_devices = gpus;
-  workload.demand.resources =
-      ResourceSchema::standard().make({{"cpu_milli", 2000 * gpus}, {"memory_mib", 8192 * gpus}});
-  workload.replica_scope = std::move(replica_scope);
-  workload.gang_scope = std::move(gang_scope);
-  return workload;
-}
 
 /// A pending share of one GPU (openb style), with some CPU.
 Workload share_job(std::uint64_t id, std::int32_t priority, Amount gpu_milli) {
@@ -72,12 +56,6 @@ Workload share_job(std::uint64_t id, std::int32_t priority, Amount gpu_milli) {
   workload.demand.resources =
       ResourceSchema::standard().make({{"gpu_milli", gpu_milli}, {"cpu_milli", 1000}});
   return workload;
-}
-
-void start(Allocation& state, const Workload& workload) {
-  const auto found = find_placement(state, workload);
-  REQUIRE_MESSAGE(found.found, workload.label());
-  state.add(workload, found.placement);
 }
 
 /// A plan and the verifier's judgement of it.
@@ -141,7 +119,7 @@ RandomCluster random_cluster(std::uint64_t seed) {
   for (std::uint64_t id = 1; id <= 40; ++id) {
     const auto gpus = static_cast<std::int32_t>(1 + pick(4) / 2 + (pick(5) == 0 ? 2 : 0));
     const auto replicas = static_cast<std::int32_t>(pick(4) == 0 ? 2 : 1);
-    Workload workload = job(id, static_cast<std::int32_t>(pick(8)), gpus, replicas);
+    Workload workload = gpu_job(id, static_cast<std::int32_t>(pick(8)), gpus, replicas);
     if (pick(3) == 0) workload.replica_scope = TopologyRequirement::guaranteed("socket");
     if (replicas > 1 && pick(2) == 0) workload.min_replicas = 1;
     workload.preemptible = pick(6) != 0;
@@ -160,7 +138,7 @@ Workload random_preemptor(std::uint64_t seed, const Topology& topology) {
   std::mt19937_64 random(seed ^ 0x9e3779b97f4a7c15ULL);
   const auto pick = [&](std::uint64_t n) { return random() % n; };
   const auto gpus = static_cast<std::int32_t>(1 + pick(4));
-  Workload preemptor = job(1000, static_cast<std::int32_t>(4 + pick(6)), gpus,
+  Workload preemptor = gpu_job(1000, static_cast<std::int32_t>(4 + pick(6)), gpus,
                            static_cast<std::int32_t>(pick(4) == 0 ? 2 : 1));
   const std::vector<std::string> levels = {"numa", "socket", "pcie_switch", "node"};
   const std::string& level = levels[pick(levels.size())];
@@ -177,8 +155,8 @@ Workload random_preemptor(std::uint64_t seed, const Topology& topology) {
 TEST_SUITE("every_solver") {
   TEST_CASE_TEMPLATE_DEFINE("a preemptor that already fits needs no preemption", Solver, fits_id) {
     Allocation state(shared(shapes::cluster(shapes::rtx4090_server(), 2, 2)));
-    for (std::uint64_t id = 1; id <= 6; ++id) start(state, job(id, 1, 1));
-    const Workload preemptor = job(100, 10, 1, 1, TopologyRequirement::guaranteed("numa"));
+    for (std::uint64_t id = 1; id <= 6; ++id) start(state, gpu_job(id, 1, 1));
+    const Workload preemptor = gpu_job(100, 10, 1, 1, TopologyRequirement::guaranteed("numa"));
     const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
     CHECK(checked.plan.status == PlanStatus::no_preemption_needed);
     CHECK(checked.plan.victims.empty());
@@ -191,9 +169,9 @@ TEST_SUITE("every_solver") {
     Allocation state(shared(shapes::single_machine(shapes::rtx4090_server())));
     // One 1-GPU job per NUMA node, priorities 1..8.
     for (std::uint64_t id = 1; id <= 8; ++id)
-      start(state, job(id, static_cast<std::int32_t>(id), 1));
+      start(state, gpu_job(id, static_cast<std::int32_t>(id), 1));
     REQUIRE(state.idle_devices(Topology::root()) == 0);
-    const Workload preemptor = job(100, 50, 1, 1, TopologyRequirement::guaranteed("numa"));
+    const Workload preemptor = gpu_job(100, 50, 1, 1, TopologyRequirement::guaranteed("numa"));
     const Checked count = solve_checked<Solver>(state, preemptor, cost::victim_count{});
     CHECK(count.plan.has_victims_plan());
     CHECK(count.plan.victims.size() == 1);
@@ -216,11 +194,11 @@ TEST_SUITE("every_solver") {
                             Solver, ineligible_id) {
     SUBCASE("nothing eligible: infeasible, with a reason") {
       Allocation state(shared(shapes::single_machine(shapes::hgx_h100())));
-      start(state, job(1, 50, 4, 1, TopologyRequirement::guaranteed("socket")));
-      Workload locked = job(2, 1, 4, 1, TopologyRequirement::guaranteed("socket"));
+      start(state, gpu_job(1, 50, 4, 1, TopologyRequirement::guaranteed("socket")));
+      Workload locked = gpu_job(2, 1, 4, 1, TopologyRequirement::guaranteed("socket"));
       locked.preemptible = false;
       start(state, locked);
-      const Workload preemptor = job(100, 10, 2);
+      const Workload preemptor = gpu_job(100, 10, 2);
       const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
       CHECK(checked.plan.status == PlanStatus::infeasible);
       CHECK(checked.plan.victims.empty());
@@ -229,8 +207,8 @@ TEST_SUITE("every_solver") {
     }
     SUBCASE("equal priority is not lower") {
       Allocation state(shared(shapes::single_machine(shapes::hgx_h100())));
-      start(state, job(1, 10, 8));
-      const Checked checked = solve_checked<Solver>(state, job(100, 10, 1), cost::victim_count{});
+      start(state, gpu_job(1, 10, 8));
+      const Checked checked = solve_checked<Solver>(state, gpu_job(100, 10, 1), cost::victim_count{});
       CHECK(checked.plan.status == PlanStatus::infeasible);
       CHECK_FALSE(checked.plan.explanation.empty());
     }
@@ -240,14 +218,14 @@ TEST_SUITE("every_solver") {
       // node2: preemptible priority 5 — the only legal victims.
       std::uint64_t id = 1;
       for (int i = 0; i < 8; ++i, ++id) {
-        Workload locked = job(id, 0, 1);
+        Workload locked = gpu_job(id, 0, 1);
         locked.preemptible = false;
         start(state, locked);
       }
-      for (int i = 0; i < 8; ++i, ++id) start(state, job(id, 90, 1));
-      for (int i = 0; i < 8; ++i, ++id) start(state, job(id, 5, 1));
+      for (int i = 0; i < 8; ++i, ++id) start(state, gpu_job(id, 90, 1));
+      for (int i = 0; i < 8; ++i, ++id) start(state, gpu_job(id, 5, 1));
       REQUIRE(state.idle_devices(Topology::root()) == 0);
-      const Workload preemptor = job(100, 50, 2, 1, TopologyRequirement::guaranteed("socket"));
+      const Workload preemptor = gpu_job(100, 50, 2, 1, TopologyRequirement::guaranteed("socket"));
       for (const Checked& checked :
            {solve_checked<Solver>(state, preemptor, cost::victim_count{}),
             solve_checked<Solver>(state, preemptor, cost::priority_weighted{}),
@@ -266,9 +244,9 @@ TEST_SUITE("every_solver") {
     // cheapest victims sit on different switches, so a topology-blind choice breaks the island.
     Allocation state(shared(shapes::single_machine(shapes::dense_8gpu_server())));
     const std::vector<std::int32_t> priority_by_gpu = {1, 9, 2, 9, 4, 5, 9, 9};
-    for (std::uint64_t g = 0; g < 8; ++g) start(state, job(g + 1, priority_by_gpu[g], 1));
+    for (std::uint64_t g = 0; g < 8; ++g) start(state, gpu_job(g + 1, priority_by_gpu[g], 1));
     REQUIRE(state.idle_devices(Topology::root()) == 0);
-    const Workload preemptor = job(100, 20, 2, 1, TopologyRequirement::guaranteed("pcie_switch"));
+    const Workload preemptor = gpu_job(100, 20, 2, 1, TopologyRequirement::guaranteed("pcie_switch"));
     const Checked checked = solve_checked<Solver>(state, preemptor, cost::priority_weighted{});
     REQUIRE(checked.plan.has_victims_plan());
     CHECK(checked.plan.victims.size() == 2);
@@ -296,15 +274,15 @@ TEST_SUITE("every_solver") {
       Allocation state(topology);
       for (std::uint64_t id = 1; id <= 30; ++id) {
         Workload workload =
-            job(id, static_cast<std::int32_t>(pick(10)), static_cast<std::int32_t>(1 + pick(2)));
+            gpu_job(id, static_cast<std::int32_t>(pick(10)), static_cast<std::int32_t>(1 + pick(2)));
         workload.demand.resources = topology->schema().make(
             {{"cpu_milli", static_cast<Amount>(1000 * (1 + pick(5)))}, {"memory_mib", 4096}});
         const auto found = find_placement(state, workload);
         if (found.found) state.add(workload, found.placement);
       }
-      Workload preemptor = job(1000, 20, 1, 1, TopologyRequirement::guaranteed("numa"));
-      if (seed % 3 == 1) preemptor = job(1000, 20, 2, 1, TopologyRequirement::guaranteed("socket"));
-      if (seed % 3 == 2) preemptor = job(1000, 20, 4, 1, TopologyRequirement::guaranteed("socket"));
+      Workload preemptor = gpu_job(1000, 20, 1, 1, TopologyRequirement::guaranteed("numa"));
+      if (seed % 3 == 1) preemptor = gpu_job(1000, 20, 2, 1, TopologyRequirement::guaranteed("socket"));
+      if (seed % 3 == 2) preemptor = gpu_job(1000, 20, 4, 1, TopologyRequirement::guaranteed("socket"));
       preemptor.demand.resources =
           topology->schema().make({{"cpu_milli", 8000}, {"memory_mib", 16384}});
       const Checked checked = solve_checked<Solver>(state, preemptor, cost::priority_weighted{});
@@ -325,10 +303,10 @@ TEST_SUITE("every_solver") {
       for (std::uint64_t tray = 0; tray < 36; ++tray) {
         const auto priority = static_cast<std::int32_t>(
             tray == 0 || tray == 18 || tray == 1 || tray == 19 ? 1 : 2 + (tray % 5));
-        start(state, job(tray + 1, priority, 4, 1, TopologyRequirement::guaranteed("node")));
+        start(state, gpu_job(tray + 1, priority, 4, 1, TopologyRequirement::guaranteed("node")));
       }
       REQUIRE(state.idle_devices(Topology::root()) == 0);
-      const Workload gang = job(100, 50, 4, 4, TopologyRequirement::guaranteed("node"),
+      const Workload gang = gpu_job(100, 50, 4, 4, TopologyRequirement::guaranteed("node"),
                                 TopologyRequirement::guaranteed("rack"));
       const Checked checked = solve_checked<Solver>(state, gang, cost::priority_weighted{});
       REQUIRE(checked.plan.has_victims_plan());
@@ -342,9 +320,9 @@ TEST_SUITE("every_solver") {
     SUBCASE("dense servers, two per rack") {
       Allocation state(shared(shapes::cluster(shapes::dense_8gpu_server(), 4, 2)));
       for (std::uint64_t node = 0; node < 4; ++node) {
-        start(state, job(node + 1, static_cast<std::int32_t>(node == 0 || node == 3 ? 1 : 2), 8));
+        start(state, gpu_job(node + 1, static_cast<std::int32_t>(node == 0 || node == 3 ? 1 : 2), 8));
       }
-      const Workload gang = job(100, 50, 8, 2, TopologyRequirement::guaranteed("node"),
+      const Workload gang = gpu_job(100, 50, 8, 2, TopologyRequirement::guaranteed("node"),
                                 TopologyRequirement::guaranteed("rack"));
       const Checked checked = solve_checked<Solver>(state, gang, cost::priority_weighted{});
       REQUIRE(checked.plan.has_victims_plan());
@@ -362,15 +340,15 @@ TEST_SUITE("every_solver") {
     Allocation state(topology);
     // A 2 x 6-GPU gang spans both nodes (one replica per node); each node keeps 2 GPUs for a
     // priority-90 job. The gang is the only eligible victim.
-    const Workload gang = job(1, 1, 6, 2, TopologyRequirement::guaranteed("node"));
+    const Workload gang = gpu_job(1, 1, 6, 2, TopologyRequirement::guaranteed("node"));
     start(state, gang);
-    start(state, job(2, 90, 2));
-    start(state, job(3, 90, 2));
+    start(state, gpu_job(2, 90, 2));
+    start(state, gpu_job(3, 90, 2));
     REQUIRE(state.idle_devices(Topology::root()) == 0);
     const Placement gang_at = state.placement(WorkloadId{1});
     REQUIRE(topology->level(gang_at.enclosing_domain(*topology)) < topology->host_level());
 
-    const Workload preemptor = job(100, 10, 4, 1, TopologyRequirement::guaranteed("socket"));
+    const Workload preemptor = gpu_job(100, 10, 4, 1, TopologyRequirement::guaranteed("socket"));
     const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
     REQUIRE(checked.plan.has_victims_plan());
     REQUIRE(checked.plan.victims.size() == 1);
@@ -388,15 +366,15 @@ TEST_SUITE("every_solver") {
   TEST_CASE_TEMPLATE_DEFINE("elastic victims shrink instead of being evicted when cheaper", Solver,
                             elastic_id) {
     Allocation state(shared(shapes::single_machine(shapes::hgx_h100())));
-    Workload elastic = job(1, 1, 2, 3);
+    Workload elastic = gpu_job(1, 1, 2, 3);
     elastic.min_replicas = 1;
     elastic.cost.seconds_since_checkpoint = 100.0;
     start(state, elastic);
-    Workload rigid = job(2, 1, 2);
+    Workload rigid = gpu_job(2, 1, 2);
     rigid.cost.seconds_since_checkpoint = 1000.0;
     start(state, rigid);
     REQUIRE(state.idle_devices(Topology::root()) == 0);
-    const Workload preemptor = job(100, 10, 2, 1, TopologyRequirement::guaranteed("socket"));
+    const Workload preemptor = gpu_job(100, 10, 2, 1, TopologyRequirement::guaranteed("socket"));
     const cost::lost_work lost;
     const Checked checked = solve_checked<Solver>(state, preemptor, lost);
     REQUIRE(checked.plan.has_victims_plan());
@@ -500,11 +478,11 @@ TEST_SUITE("every_solver") {
   TEST_CASE_TEMPLATE_DEFINE("best-effort preemptors", Solver, best_effort_id) {
     Allocation state(shared(shapes::single_machine(shapes::rtx4090_server())));
     for (std::uint64_t id = 1; id <= 8; ++id)
-      start(state, job(id, static_cast<std::int32_t>(id), 1));
+      start(state, gpu_job(id, static_cast<std::int32_t>(id), 1));
     const Topology& topology = state.topology();
 
     SUBCASE("tightest tier reachable by preemption") {
-      const Workload preemptor = job(100, 50, 1, 1, TopologyRequirement::best_effort("numa"));
+      const Workload preemptor = gpu_job(100, 50, 1, 1, TopologyRequirement::best_effort("numa"));
       const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
       REQUIRE(checked.plan.has_victims_plan());
       if constexpr (!is_baseline_v<Solver>)
@@ -512,7 +490,7 @@ TEST_SUITE("every_solver") {
     }
     SUBCASE("a looser tier is accepted when the tight one is impossible") {
       // Two GPUs never share a NUMA node on this server: the best is one socket.
-      const Workload preemptor = job(100, 50, 2, 1, TopologyRequirement::best_effort("numa"));
+      const Workload preemptor = gpu_job(100, 50, 2, 1, TopologyRequirement::best_effort("numa"));
       const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
       REQUIRE(checked.plan.has_victims_plan());
       if constexpr (!is_baseline_v<Solver>) {
@@ -524,7 +502,7 @@ TEST_SUITE("every_solver") {
       Allocation room = state;
       room.remove(WorkloadId{1});
       room.remove(WorkloadId{8});  // GPU 0 (socket 0) and GPU 7 (socket 1)
-      const Workload preemptor = job(100, 50, 2, 1, TopologyRequirement::best_effort("socket"));
+      const Workload preemptor = gpu_job(100, 50, 2, 1, TopologyRequirement::best_effort("socket"));
       const Checked checked = solve_checked<Solver>(room, preemptor, cost::victim_count{});
       CHECK(checked.plan.status == PlanStatus::no_preemption_needed);
       CHECK(checked.plan.victims.empty());
@@ -550,7 +528,7 @@ TEST_SUITE("every_solver") {
     CHECK(checked.plan.victims.size() == 2);
     const auto devices = checked.plan.placement.devices(state.topology());
     REQUIRE(devices.size() == 1);
-    const Checked whole = solve_checked<Solver>(state, job(101, 10, 1), cost::victim_count{});
+    const Checked whole = solve_checked<Solver>(state, gpu_job(101, 10, 1), cost::victim_count{});
     REQUIRE(whole.plan.has_victims_plan());
     CHECK(whole.plan.victims.size() == 2);
   }
@@ -626,8 +604,8 @@ TEST_SUITE("every_solver") {
     // confined to one switch draws them from the enclosing pool without leaving its scope.
     Allocation state(shared(shapes::single_machine(shapes::hgx_h100())));
     for (std::uint64_t id = 1; id <= 8; ++id)
-      start(state, job(id, static_cast<std::int32_t>(id), 1));
-    const Workload preemptor = job(100, 50, 2, 1, TopologyRequirement::guaranteed("pcie_switch"));
+      start(state, gpu_job(id, static_cast<std::int32_t>(id), 1));
+    const Workload preemptor = gpu_job(100, 50, 2, 1, TopologyRequirement::guaranteed("pcie_switch"));
     const Checked checked = solve_checked<Solver>(state, preemptor, cost::priority_weighted{});
     REQUIRE(checked.plan.has_victims_plan());
     CHECK(checked.plan.victims.size() == 2);

@@ -11,37 +11,15 @@
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/machine_shapes.hpp"
 #include "topopreempt/placement_search.hpp"
+#include "support.hpp"
 
 using namespace topopreempt;
+using namespace topopreempt::test;
 
 namespace {
 
-std::shared_ptr<const Topology> shared(Topology topology) {
-  return std::make_shared<const Topology>(std::move(topology));
-}
 
-Workload gpu_job(std::uint64_t id, std::int32_t priority, std::int32_t gpus, std::int32_t replicas = 1,
-                 TopologyRequirement replica_scope = {}, TopologyRequirement gang_scope = {}) {
-  Workload workload;
-  workload.id = WorkloadId{id};
-  workload.name = "job" + std::to_string(id);
-  workload.priority = priority;
-  workload.replicas = replicas;
-  workload.demand.whole_devices = gpus;
-  workload.demand.resources =
-      ResourceSchema::standard().make({{"cpu_milli", 2000 * gpus}, {"memory_mib", 8192 * gpus}});
-  workload.replica_scope = std::move(replica_scope);
-  workload.gang_scope = std::move(gang_scope);
-  return workload;
-}
 
-/// Places `workload` where the placement search says, and returns the placement.
-Placement start(Allocation& state, const Workload& workload) {
-  const auto found = find_placement(state, workload);
-  REQUIRE_MESSAGE(found.found, workload.label());
-  state.add(workload, found.placement);
-  return found.placement;
-}
 
 /// Recounts every aggregate of `state` from its workloads and compares with the incremental ones.
 void check_aggregates(const Allocation& state) {

@@ -150,6 +150,20 @@ struct SearchLimits {
   std::chrono::nanoseconds time_limit = std::chrono::seconds(10);
 };
 
+/// Cheapest fractional cover of `need` by items (cost per unit, units available): sorts `items`
+/// by ratio and takes them in order. Infinity when all of them cannot cover `need`.
+[[nodiscard]] inline double fractional_cover(std::vector<std::pair<double, double>>& items, double need) {
+  std::sort(items.begin(), items.end());
+  double cost = 0.0;
+  for (const auto& [ratio, available] : items) {
+    if (need <= 0.0) break;
+    const double take = std::min(available, need);
+    cost += take * ratio;
+    need -= take;
+  }
+  return need > 1e-9 ? std::numeric_limits<double>::infinity() : cost;
+}
+
 /// Fractional covering bound: for each relaxation dimension, cover `need` with the cheapest
 /// gain per unit cost (each victim at its best option ratio, up to its eviction gain); the
 /// bound is the largest of these. Valid because any feasible choice must cover every
@@ -171,17 +185,7 @@ struct SearchLimits {
       }
       if (std::isfinite(ratio)) items.emplace_back(ratio, victims[v].options.front().gain[d]);
     }
-    std::sort(items.begin(), items.end());
-    double remaining = need[d];
-    double cost = 0.0;
-    for (const auto& [ratio, gain] : items) {
-      const double take = std::min(gain, remaining);
-      cost += take * ratio;
-      remaining -= take;
-      if (remaining <= 0.0) break;
-    }
-    if (remaining > 1e-9) return std::numeric_limits<double>::infinity();
-    bound = std::max(bound, cost);
+    bound = std::max(bound, fractional_cover(items, need[d]));
   }
   return bound;
 }
@@ -489,17 +493,7 @@ class PreemptionContext {
     }
     for (std::size_t k = 0; k < count; ++k) {
       if (slot.need[k] <= 0.0) continue;
-      auto& items = slot.items[k];
-      std::sort(items.begin(), items.end());
-      double remaining = slot.need[k];
-      double cost = 0.0;
-      for (const auto& [ratio, gain] : items) {
-        const double take = std::min(gain, remaining);
-        cost += take * ratio;
-        remaining -= take;
-        if (remaining <= 0.0) break;
-      }
-      result.bound = std::max(result.bound, cost);
+      result.bound = std::max(result.bound, fractional_cover(slot.items[k], slot.need[k]));
     }
     return result;
   }

@@ -144,22 +144,13 @@ class UnitSlotBound {
       if (dim != whole_device_dimension && !measured_in_unit(u, dim)) continue;
       const double free = dim == whole_device_dimension ? static_cast<double>(view.idle_devices(units_[u]))
                                                         : static_cast<double>(view.free(units_[u], dim));
-      double need = static_cast<double>(replicas) * dims_[k].second - free;
+      const double need = static_cast<double>(replicas) * dims_[k].second - free;
       if (need <= 0.0) continue;
       ratios_.clear();
       for (const Item& item : unit_items_[u]) {
         if (item.gain[k] > 0.0 && available(item.victim)) ratios_.emplace_back(item.price / item.gain[k], item.gain[k]);
       }
-      std::sort(ratios_.begin(), ratios_.end());
-      double spent = 0.0;
-      for (const auto& [ratio, gain] : ratios_) {
-        const double take = std::min(gain, need);
-        spent += take * ratio;
-        need -= take;
-        if (need <= 0.0) break;
-      }
-      if (need > 1e-9) return std::numeric_limits<double>::infinity();
-      cost = std::max(cost, spent);
+      cost = std::max(cost, fractional_cover(ratios_, need));
     }
     return cost;
   }

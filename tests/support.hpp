@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+// Helpers shared by the test files: building workloads and starting them where the placement
+// search says. Not a test file itself (tests/CMakeLists.txt globs only test_*.cpp).
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "topopreempt/allocation.hpp"
+#include "topopreempt/placement_search.hpp"
+#include "topopreempt/topology.hpp"
+#include "topopreempt/workload.hpp"
+
+namespace topopreempt::test {
+
+/// A topology shared the way an `Allocation` wants it.
+inline std::shared_ptr<const Topology> shared(Topology topology) {
+  return std::make_shared<const Topology>(std::move(topology));
+}
+
+/// `gpus` whole GPUs per replica with 2 cores and 8 GiB of host memory per GPU.
+inline Workload gpu_job(std::uint64_t id, std::int32_t priority, std::int32_t gpus,
+                        std::int32_t replicas = 1, TopologyRequirement replica_scope = {},
+                        TopologyRequirement gang_scope = {}) {
+  Workload workload;
+  workload.id = WorkloadId{id};
+  workload.name = "job" + std::to_string(id);
+  workload.priority = priority;
+  workload.replicas = replicas;
+  workload.demand.whole_devices = gpus;
+  workload.demand.resources =
+      ResourceSchema::standard().make({{"cpu_milli", 2000 * gpus}, {"memory_mib", 8192 * gpus}});
+  workload.replica_scope = std::move(replica_scope);
+  workload.gang_scope = std::move(gang_scope);
+  return workload;
+}
+
+/// Starts `workload` where the placement search puts it and returns that placement.
+inline Placement start(Allocation& state, const Workload& workload) {
+  const auto found = find_placement(state, workload);
+  REQUIRE_MESSAGE(found.found, workload.label());
+  state.add(workload, found.placement);
+  return found.placement;
+}
+
+}  // namespace topopreempt::test
