@@ -93,6 +93,29 @@ class UnitSlotBound {
   /// Whether the bound can say more than the aggregate one.
   [[nodiscard]] bool active() const noexcept { return !units_.empty(); }
 
+  /// The target's units, ascending.
+  [[nodiscard]] const std::vector<DomainId>& units() const noexcept { return units_; }
+
+  /// `costs[u * (R + 1) + s]`: a lower bound on what letting unit u hold s replicas costs, every
+  /// victim available, on the untouched state (0 where u already holds s; infinity where even
+  /// every victim cannot make room).
+  [[nodiscard]] std::vector<double> hosting_costs(const Allocation& state) {
+    const OverlayView<Allocation> untouched(state);
+    const ResolvedDemand& demand = problem_->tier->demand;
+    const auto width = static_cast<std::size_t>(demand.replicas) + 1;
+    std::vector<double> costs(units_.size() * width, 0.0);
+    const auto every = [](std::size_t) { return true; };
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      const std::int64_t fits = replicas_that_fit(untouched, demand, units_[u]);
+      for (std::size_t count = 1; count < width; ++count) {
+        costs[u * width + count] = static_cast<std::int64_t>(count) <= fits
+                                       ? 0.0
+                                       : unit_cost(untouched, u, static_cast<std::int64_t>(count), every);
+      }
+    }
+    return costs;
+  }
+
   /// The bound with `view` as the state and only victims with `available(v)` still undecided.
   template <class Available>
   [[nodiscard]] double bound(const OverlayView<Allocation>& view, Available&& available) {

@@ -7,6 +7,7 @@
 /// domains by bound. Anytime: node and time limits return the best plan with its gap.
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -39,19 +40,39 @@ class BranchAndBoundSearch {
       const Allocation& state, const topopreempt::detail::DomainProblem& problem, double incumbent,
       const topopreempt::detail::SearchLimits& /*limits*/, SolverStatistics& statistics) const {
     using namespace topopreempt::detail;
+    // The per-unit slot bound at the root can close a multi-unit domain (a rack for a gang)
+    // that the aggregate bound, computed by the scan, could not.
+    UnitSlotBound slots(state, problem);
+    double root_bound = problem.lower_bound;
+    if (slots.active()) {
+      const OverlayView<Allocation> untouched(state);
+      root_bound = std::max(root_bound, slots.bound(untouched, [](std::size_t) { return true; }));
+      const double tolerance = std::isfinite(incumbent) ? 1e-9 * std::max(1.0, std::abs(incumbent)) : 0.0;
+      if (root_bound >= incumbent - tolerance) {
+        DomainOutcome closed;
+        closed.exact = true;
+        closed.lower_bound = root_bound;
+        closed.note = "per-unit bound " + std::to_string(root_bound) + " >= best cost";
+        return closed;
+      }
+    }
     // Greedy incumbent first: a good early cost makes the bound bite from the root.
     DomainOutcome best = GreedySearch{}.search(state, problem, incumbent, limits_, statistics);
-    // Out of budget before this domain: keep greedy's plan and the domain's relaxation bound,
-    // so later domains still contribute an incumbent instead of being skipped unread.
+    // Out of budget before this domain: keep greedy's plan and the domain's bound, so later
+    // domains still contribute an incumbent instead of being skipped unread.
     if (statistics.nodes_explored >= limits_.max_nodes ||
         topopreempt::detail::Clock::now() - start_ > limits_.time_limit) {
       best.exact = false;
       best.limit_reached = true;
-      best.lower_bound = std::min(problem.lower_bound, best.found ? best.cost : incumbent);
+      best.lower_bound = std::min(root_bound, best.found ? best.cost : incumbent);
       best.note = "limit reached: greedy plan only";
       return best;
     }
-    Run run{*this, state, problem, statistics};
+    if (slots.active() && problem.tier->demand.replicas <= max_decomposed_replicas &&
+        slots.units().size() <= max_decomposed_units) {
+      return search_by_units(state, problem, incumbent, statistics, slots, best, root_bound);
+    }
+    Run run{*this, state, problem, statistics, slots};
     // One hard domain must not consume the whole budget: each gets at most a quarter of it.
     run.node_cap = std::min(limits_.max_nodes,
                             statistics.nodes_explored +
@@ -85,14 +106,149 @@ class BranchAndBoundSearch {
     return outcome;
   }
 
+  /// Gangs of at most this many replicas in targets of at most this many units are solved by
+  /// unit subsets (below); larger ones by the plain search.
+  static constexpr std::int32_t max_decomposed_replicas = 3;
+  static constexpr std::size_t max_decomposed_units = 64;
+
  private:
+  /// A target of several units (a rack for a gang of node-confined replicas) decomposed by
+  /// where the replicas go. An optimal victim set places the gang on some set S of at most R
+  /// units and, being minimal, only holds victims touching S (or the pools S draws from); so
+  /// the optimum is the least over S of the search restricted to those victims. Subsets are
+  /// taken in ascending per-unit bound and the rest pruned once it reaches the best cost:
+  /// instead of branching over the hundreds of victims of a rack, each search sees a handful.
+  [[nodiscard]] topopreempt::detail::DomainOutcome search_by_units(
+      const Allocation& state, const topopreempt::detail::DomainProblem& problem, double incumbent,
+      SolverStatistics& statistics, topopreempt::detail::UnitSlotBound& slots,
+      topopreempt::detail::DomainOutcome greedy, double root_bound) const {
+    using namespace topopreempt::detail;
+    const Topology& topology = state.topology();
+    const std::int32_t replicas = problem.tier->demand.replicas;
+    const auto width = static_cast<std::size_t>(replicas) + 1;
+    const std::vector<double> costs = slots.hosting_costs(state);
+    const std::vector<DomainId>& units = slots.units();
+    struct Subset {
+      double bound;
+      std::array<std::uint32_t, max_decomposed_replicas> members;
+      std::size_t size;
+    };
+    std::vector<Subset> subsets;
+    // Every set of 1..R units with every split of the R replicas giving each at least one.
+    const auto consider = [&](const std::array<std::uint32_t, max_decomposed_replicas>& members, std::size_t size) {
+      double best_split = std::numeric_limits<double>::infinity();
+      const auto recurse = [&](const auto& self, std::size_t at, std::int32_t left, double sum) -> void {
+        if (at + 1 == size) {
+          best_split = std::min(best_split, sum + costs[members[at] * width + static_cast<std::size_t>(left)]);
+          return;
+        }
+        for (std::int32_t take = 1; take <= left - static_cast<std::int32_t>(size - at - 1); ++take) {
+          self(self, at + 1, left - take, sum + costs[members[at] * width + static_cast<std::size_t>(take)]);
+        }
+      };
+      recurse(recurse, 0, replicas, 0.0);
+      if (std::isfinite(best_split)) subsets.push_back({best_split, members, size});
+    };
+    const auto n = static_cast<std::uint32_t>(units.size());
+    std::array<std::uint32_t, max_decomposed_replicas> members{};
+    for (std::uint32_t a = 0; a < n; ++a) {
+      members[0] = a;
+      consider(members, 1);
+      for (std::uint32_t b = a + 1; b < n && replicas >= 2; ++b) {
+        members[1] = b;
+        consider(members, 2);
+        for (std::uint32_t c = b + 1; c < n && replicas >= 3; ++c) {
+          members[2] = c;
+          consider(members, 3);
+        }
+      }
+    }
+    std::sort(subsets.begin(), subsets.end(), [](const Subset& x, const Subset& y) {
+      return x.bound < y.bound || (x.bound == y.bound && std::lexicographical_compare(
+                                                             x.members.begin(), x.members.begin() + static_cast<std::ptrdiff_t>(x.size),
+                                                             y.members.begin(), y.members.begin() + static_cast<std::ptrdiff_t>(y.size)));
+    });
+    DomainOutcome outcome;
+    double best_cost = incumbent;
+    if (greedy.found && greedy.cost < best_cost) {
+      outcome = greedy;
+      best_cost = greedy.cost;
+    }
+    bool stopped = false;
+    double open_bound = std::numeric_limits<double>::infinity();
+    DomainProblem restricted;
+    std::vector<std::size_t> kept;  // restricted index -> problem index
+    for (const Subset& subset : subsets) {
+      const double tolerance = std::isfinite(best_cost) ? 1e-9 * std::max(1.0, std::abs(best_cost)) : 0.0;
+      if (subset.bound >= best_cost - tolerance) break;  // sorted: every later subset too
+      if (statistics.nodes_explored >= limits_.max_nodes || Clock::now() - start_ > limits_.time_limit) {
+        stopped = true;
+        open_bound = std::min(open_bound, subset.bound);
+        break;
+      }
+      // Victims touching the subset's units or the pools above them.
+      restricted.target = problem.target;
+      restricted.tier = problem.tier;
+      restricted.dims = problem.dims;
+      restricted.measured_in = problem.measured_in;
+      restricted.demand_total = problem.demand_total;
+      restricted.need = problem.need;
+      restricted.dimension_names = problem.dimension_names;
+      restricted.lower_bound = subset.bound;
+      restricted.victims.clear();
+      kept.clear();
+      for (std::size_t v = 0; v < problem.victims.size(); ++v) {
+        const WorkloadView view = state.view(problem.victims[v].id);
+        const bool touches = std::any_of(view.domains.begin(), view.domains.end(), [&](DomainId domain) {
+          for (std::size_t m = 0; m < subset.size; ++m) {
+            const DomainId unit = units[subset.members[m]];
+            if (topology.contains(unit, domain)) return true;
+            if (topology.contains(domain, unit) && topology.level(domain) >= topology.host_level()) return true;
+          }
+          return false;
+        });
+        if (!touches) continue;
+        restricted.victims.push_back(problem.victims[v]);
+        kept.push_back(v);
+      }
+      if (restricted.victims.empty()) continue;
+      UnitSlotBound restricted_slots(state, restricted);
+      Run run{*this, state, restricted, statistics, restricted_slots};
+      run.node_cap = std::min(limits_.max_nodes, statistics.nodes_explored + std::max<std::uint64_t>(limits_.max_nodes / 4, 10'000));
+      run.best_cost = best_cost;
+      run.order_victims();
+      run.choice.assign(restricted.victims.size(), -1);
+      run.descend(0, 0.0);
+      if (run.stopped) {
+        stopped = true;
+        open_bound = std::min(open_bound, run.open_bound);
+      }
+      if (run.found && run.best_cost < best_cost) {
+        best_cost = run.best_cost;
+        outcome.found = true;
+        outcome.cost = run.best_cost;
+        outcome.choice.assign(problem.victims.size(), -1);
+        for (std::size_t r = 0; r < kept.size(); ++r) outcome.choice[kept[r]] = run.best_choice[r];
+      }
+    }
+    outcome.limit_reached = stopped;
+    const bool complete = std::all_of(problem.victims.begin(), problem.victims.end(),
+                                      [](const auto& victim) { return victim.options_complete; });
+    outcome.exact = !stopped && complete;
+    const double reached = outcome.found ? outcome.cost : incumbent;
+    outcome.lower_bound = outcome.exact ? reached : std::min({reached, std::max(root_bound, std::min(open_bound, reached))});
+    if (!complete) outcome.lower_bound = std::min(root_bound, reached);
+    if (!outcome.found && outcome.exact) outcome.note = "proved by unit subsets: nothing here beats the best";
+    return outcome;
+  }
+
   struct Run {
     const BranchAndBoundSearch& owner;
     const Allocation& state;
     const topopreempt::detail::DomainProblem& problem;
     SolverStatistics& statistics;
     topopreempt::detail::FeasibilityOracle oracle{state, problem};
-    topopreempt::detail::UnitSlotBound slots{state, problem};
+    topopreempt::detail::UnitSlotBound& slots;
     std::vector<std::size_t> order;        // position -> victim index
     std::vector<std::size_t> position_of;  // victim index -> position
     std::vector<std::int32_t> choice;
@@ -108,8 +264,8 @@ class BranchAndBoundSearch {
     bool stopped = false;
 
     Run(const BranchAndBoundSearch& o, const Allocation& s, const topopreempt::detail::DomainProblem& p,
-        SolverStatistics& st)
-        : owner(o), state(s), problem(p), statistics(st) {}
+        SolverStatistics& st, topopreempt::detail::UnitSlotBound& unit_slots)
+        : owner(o), state(s), problem(p), statistics(st), slots(unit_slots) {}
 
     /// Most useful per cost first: the covering fills fast and the incumbent arrives early.
     void order_victims() {
