@@ -18,6 +18,7 @@
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/cost_model.hpp"
 #include "topopreempt/detail/preemption_context.hpp"
+#include "topopreempt/detail/device_emptying_bound.hpp"
 #include "topopreempt/detail/unit_slot_bound.hpp"
 #include "topopreempt/preemption_plan.hpp"
 #include "topopreempt/solvers/greedy.hpp"
@@ -249,6 +250,7 @@ class BranchAndBoundSearch {
     SolverStatistics& statistics;
     topopreempt::detail::FeasibilityOracle oracle{state, problem};
     topopreempt::detail::UnitSlotBound& slots;
+    topopreempt::detail::DeviceEmptyingBound emptying{state, problem};
     std::vector<std::size_t> order;        // position -> victim index
     std::vector<std::size_t> position_of;  // victim index -> position
     std::vector<std::int32_t> choice;
@@ -315,6 +317,13 @@ class BranchAndBoundSearch {
       oracle.deficit(deficit);
       double bound = cost + topopreempt::detail::fractional_bound(deficit, remaining_view, position, &scratch);
       if (bound >= best_cost - tolerance) return;
+      if (emptying.active()) {
+        // Devices shared by several workloads free only when all of them go.
+        bound = std::max(bound, cost + emptying.bound(oracle.view(), [&](std::size_t v) {
+                                  return position_of[v] >= position;
+                                }));
+        if (bound >= best_cost - tolerance) return;
+      }
       if (slots.active()) {
         // Several units (a gang in a rack): the aggregate deficit may be zero although no
         // unit can take a replica; the per-unit slot bound sees it.
