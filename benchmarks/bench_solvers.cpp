@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Per-decision cost of every solver on the DESIGN.md §6 clusters (100 / 1,000 / 10,000 dense
-// 8-GPU nodes at 92 % GPU occupancy), next to the floor: a bare scan of the state.
+// 8-GPU nodes at 92 % GPU occupancy), next to two floors (scan_floors.hpp): a priority-only scan
+// of the workload records, and a scan of every placement entry (what a decision depends on).
 //
 // Each benchmark is one (solver, preemptor kind, size). One benchmark iteration is one *round*:
 // the same kind with 4 variants (priority 2000 / 700 / 400, light or heavy CPU and memory), so
 // no single lucky instance decides the median. Counters (per decision, averaged over variants):
 //   p50_ms / mean_ms   median and mean CPU time (of the calling thread) of one decision;
 //   p50_wall_ms        median wall time (inflated whenever the machine is shared)
-//   x_scan             p50_ms / median bare-scan time of the same cluster (the floor)
+//   x_scan             p50_ms / median priority-scan time of the same cluster (lower floor)
+//   x_fscan            p50_ms / median footprint-scan time of the same cluster (real floor)
 //   victims, cost      plan size and total cost (lost_work + reload_time)
 //   gap                plan.gap(); nodes, pruned: statistics.nodes_explored / domains_pruned
 //   optimal, no_preempt, infeasible   fraction of decisions with that status
@@ -32,6 +34,7 @@
 #include <tuple>
 #include <vector>
 
+#include "scan_floors.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
 #include "topopreempt/cluster_generator.hpp"
@@ -113,14 +116,12 @@ const GeneratedCluster& cluster(std::int64_t nodes, bool saturated) {
   return *slot;
 }
 
-/// The floor: one pass over every running workload.
-std::int64_t bare_scan(const Allocation& state) {
-  std::int64_t sum = 0;
-  state.for_each_workload([&](const Workload& workload) {
-    sum += workload.preemptible ? workload.priority : 0;
-    sum += static_cast<std::int64_t>(workload.demand.whole_devices) * workload.replicas;
-  });
-  return sum;
+/// Which floor (scan_floors.hpp).
+enum class Floor { priority, footprint };
+
+std::int64_t scan(const Allocation& state, Floor floor) {
+  return floor == Floor::priority ? topopreempt_bench::priority_scan(state)
+                                  : topopreempt_bench::footprint_scan(state);
 }
 
 double median(std::vector<double> values) {
@@ -130,19 +131,19 @@ double median(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-/// Median time of a bare scan of one cluster (seconds), measured once per cluster.
-double scan_floor(std::int64_t nodes, bool saturated) {
-  static std::map<std::pair<std::int64_t, bool>, double> cache;
-  const auto it = cache.find({nodes, saturated});
+/// Median time of one scan of one cluster (seconds), measured once per cluster and floor.
+double scan_floor(std::int64_t nodes, bool saturated, Floor floor) {
+  static std::map<std::tuple<std::int64_t, bool, Floor>, double> cache;
+  const auto it = cache.find({nodes, saturated, floor});
   if (it != cache.end()) return it->second;
   const Allocation& state = cluster(nodes, saturated).state;
   std::vector<double> times;
   for (int rep = 0; rep < 51; ++rep) {
     const double start = thread_seconds();
-    benchmark::DoNotOptimize(bare_scan(state));
+    benchmark::DoNotOptimize(scan(state, floor));
     times.push_back(thread_seconds() - start);
   }
-  return cache[{nodes, saturated}] = median(std::move(times));
+  return cache[{nodes, saturated, floor}] = median(std::move(times));
 }
 
 /// Lost GPU-seconds since the last checkpoint plus model reload seconds (Compass): what evicting
@@ -232,7 +233,8 @@ void decide(benchmark::State& state, const Solver& solver, std::int64_t nodes, s
   state.counters["p50_ms"] = p50 * 1e3;
   state.counters["mean_ms"] = mean * 1e3;
   state.counters["p50_wall_ms"] = median(wall_times) * 1e3;
-  state.counters["x_scan"] = p50 / scan_floor(nodes, k.saturated);
+  state.counters["x_scan"] = p50 / scan_floor(nodes, k.saturated, Floor::priority);
+  state.counters["x_fscan"] = p50 / scan_floor(nodes, k.saturated, Floor::footprint);
   state.counters["victims"] = victims / n;
   state.counters["cost"] = cost / n;
   state.counters["gap"] = gap / n;
@@ -247,9 +249,9 @@ void decide(benchmark::State& state, const Solver& solver, std::int64_t nodes, s
   state.counters["same_cost"] = proven > 0 ? same / proven : 0.0;
 }
 
-void bare_scan_benchmark(benchmark::State& state, std::int64_t nodes) {
+void scan_benchmark(benchmark::State& state, std::int64_t nodes, Floor floor) {
   const Allocation& allocation = cluster(nodes, false).state;
-  for (auto _ : state) benchmark::DoNotOptimize(bare_scan(allocation));
+  for (auto _ : state) benchmark::DoNotOptimize(scan(allocation, floor));
   state.counters["workloads"] = static_cast<double>(allocation.size());
 }
 
@@ -261,7 +263,11 @@ bool register_benchmarks() {
   const auto exhaustive = baselines::exhaustive_subsets.time_limit(std::chrono::seconds(10));
   for (std::int64_t nodes : sizes) {
     const std::string suffix = "/nodes:" + std::to_string(nodes);
-    benchmark::RegisterBenchmark(("bare_scan" + suffix).c_str(), bare_scan_benchmark, nodes)
+    benchmark::RegisterBenchmark(("priority_scan" + suffix).c_str(), scan_benchmark, nodes,
+                                 Floor::priority)
+        ->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(("footprint_scan" + suffix).c_str(), scan_benchmark, nodes,
+                                 Floor::footprint)
         ->Unit(benchmark::kMicrosecond);
     for (std::size_t kind = 0; kind < kinds().size(); ++kind) {
       const std::string name = std::string("/") + kinds()[kind].name + suffix;

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The cost of the cluster state itself, at 100 / 1,000 / 10,000 dense 8-GPU nodes (DESIGN.md §6):
 // - BM_Generate: building the synthetic cluster (the generator must stay O(nodes));
-// - BM_BareScan: reading every running workload once, the floor under any decision;
+// - BM_PriorityScan: reading every running workload record once (priority, GPUs), the lower
+//   floor under any decision;
+// - BM_FootprintScan: reading every placement entry (domain, amounts) of every running workload,
+//   host by host: what a decision really depends on (see scan_floors.hpp);
 // - BM_AddRemove: one incremental remove + add of a running workload (O(depth x footprint));
 // - BM_Memory: bytes per node and per workload, and whether 10,000 nodes with ~60,000
 //   workloads fit in 64 MiB.
@@ -17,6 +20,7 @@
 #include <malloc.h>
 #endif
 
+#include "scan_floors.hpp"
 #include "topopreempt/cluster_generator.hpp"
 
 namespace {
@@ -29,7 +33,7 @@ ClusterSpec spec_for(std::int64_t nodes) {
   return spec;
 }
 
-/// One generated cluster per size for the whole process (generation is not what BM_BareScan
+/// One generated cluster per size for the whole process (generation is not what the scans
 /// and BM_AddRemove measure). Only the AddRemove benchmark mutates it, and it restores it.
 GeneratedCluster& cluster(std::int64_t nodes) {
   static std::map<std::int64_t, std::unique_ptr<GeneratedCluster>> cache;
@@ -59,22 +63,32 @@ void BM_Generate(benchmark::State& state) {
   state.counters["workloads"] = static_cast<double>(workloads);
 }
 
-/// The floor: one pass over every running workload, summing what a decision must look at
-/// (eligibility and size), so the compiler cannot drop the pass.
-void BM_BareScan(benchmark::State& state) {
+/// The priority floor: one pass over every running workload record, summing its eligibility
+/// and size, so the compiler cannot drop the pass.
+void BM_PriorityScan(benchmark::State& state) {
   const Allocation& allocation = cluster(state.range(0)).state;
-  for (auto _ : state) {
-    std::int64_t sum = 0;
-    allocation.for_each_workload([&](const Workload& workload) {
-      sum += workload.preemptible ? workload.priority : 0;
-      sum += static_cast<std::int64_t>(workload.demand.whole_devices) * workload.replicas;
-    });
-    benchmark::DoNotOptimize(sum);
-  }
+  for (auto _ : state) benchmark::DoNotOptimize(topopreempt_bench::priority_scan(allocation));
   const auto workloads = static_cast<double>(allocation.size());
   state.counters["workloads"] = workloads;
   state.counters["time_per_workload"] = benchmark::Counter(
       workloads, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+/// The footprint floor: host by host, every occupant and each of its placement entries on that
+/// host (domain id and all amounts).
+void BM_FootprintScan(benchmark::State& state) {
+  const Allocation& allocation = cluster(state.range(0)).state;
+  std::int64_t entries = 0;
+  for (auto _ : state)
+    benchmark::DoNotOptimize(topopreempt_bench::footprint_scan(allocation, &entries));
+  const auto workloads = static_cast<double>(allocation.size());
+  state.counters["workloads"] = workloads;
+  state.counters["entries"] = static_cast<double>(entries);
+  state.counters["time_per_workload"] = benchmark::Counter(
+      workloads, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["time_per_entry"] = benchmark::Counter(
+      static_cast<double>(entries),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 /// One remove + add of a running workload (rotating over 512 of them, gangs included), back
@@ -140,7 +154,8 @@ void BM_Memory(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Generate)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_BareScan)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PriorityScan)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FootprintScan)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_AddRemove)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Memory)->Arg(100)->Arg(1000)->Arg(10000)->Iterations(1)->Unit(benchmark::kMillisecond);
 

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Turns Google Benchmark JSON output of the topopreempt benchmarks into the Markdown tables of
-BENCHMARKS.md: decision time as a ratio of the bare scan, quality ratios, and the growth exponent
-of each solver's median decision time from 100 to 10,000 nodes (least squares on log-log).
+BENCHMARKS.md: decision time as a ratio of the two floors (priority scan, footprint scan),
+quality ratios, the growth exponent of each solver's median decision time from 100 to 10,000
+nodes (least squares on log-log), branch-and-bound vs exhaustive_subsets on many-victim nodes,
+CBC, and the state's own costs.
 
 Usage:
-  fit_scaling.py solvers.json [--state state.json] [--cbc cbc.json]
+  fit_scaling.py solvers.json [--state state.json] [--cbc cbc.json] [--many many.json]
 """
 import argparse
 import json
@@ -45,16 +47,19 @@ def fmt(value, digits=3):
     return f"{value:.{digits}g}"
 
 
+def to_ms(row):
+    return row["cpu_time"] * {"us": 1e-3, "ms": 1.0, "ns": 1e-6, "s": 1e3}[row["time_unit"]]
+
+
 def solver_tables(rows):
     decisions = {}
-    scans = {}
+    scans = {"priority_scan": {}, "footprint_scan": {}}
     for row in rows:
         if row.get("error_occurred"):
             continue
-        if row["name"].startswith("bare_scan/nodes:"):
-            nodes = int(row["name"].split(":")[1])
-            # Same unit as the decisions: CPU time of the scan, in ms.
-            scans[nodes] = row["cpu_time"] * {"us": 1e-3, "ms": 1.0, "ns": 1e-6}[row["time_unit"]]
+        floor, _, size = row["name"].partition("/nodes:")
+        if floor in scans:
+            scans[floor][int(size)] = to_ms(row)  # CPU time, same unit as the decisions
             continue
         match = NAME.match(row["name"])
         if match:
@@ -68,19 +73,37 @@ def solver_tables(rows):
     solvers = [s for s in SOLVERS if any(k[0] == s for k in decisions)]
     out = []
 
-    out.append("### Median decision time (CPU ms) and ratio to the bare scan\n")
+    def cell(row, solver):
+        if row is None:
+            return "–"
+        text = f"{fmt(row['p50_ms'])} ({fmt(row['x_scan'])}× / {fmt(row['x_fscan'])}×)"
+        if solver == "branch_and_bound" and row["optimal"] < 1:
+            text += f", optimal {fmt(row['optimal'] * 4)}/4"
+        return text
+
     for nodes in sizes:
-        scan = scans.get(nodes)
-        out.append(f"**{nodes} nodes** (bare scan {fmt(scan)} ms)\n")
+        out.append(f"### Decision time at {nodes:,} nodes: median CPU ms (× priority scan / × footprint scan)\n")
+        out.append(f"Priority scan {fmt(scans['priority_scan'].get(nodes))} ms, footprint scan "
+                   f"{fmt(scans['footprint_scan'].get(nodes))} ms.\n")
         out.append("| kind | " + " | ".join(solvers) + " |")
         out.append("|---" * (len(solvers) + 1) + "|")
         for kind in kinds:
-            cells = []
-            for solver in solvers:
-                row = decisions.get((solver, kind, nodes))
-                cells.append("skipped" if row is None else f"{fmt(row['p50_ms'])} ({fmt(row['x_scan'])}×)")
-            out.append(f"| {kind} | " + " | ".join(cells) + " |")
+            out.append(f"| {kind} | " + " | ".join(cell(decisions.get((s, kind, nodes)), s) for s in solvers) + " |")
         out.append("")
+
+    out.append("### Summary: median over kinds of the median decision time, ms (median × priority scan / × footprint scan)\n")
+    out.append("| nodes | priority scan | footprint scan | " + " | ".join(solvers) + " |")
+    out.append("|---" * (len(solvers) + 3) + "|")
+    for nodes in sizes:
+        cells = []
+        for solver in solvers:
+            mine = [decisions[(solver, k, nodes)] for k in kinds if (solver, k, nodes) in decisions]
+            cells.append(f"{fmt(statistics.median(r['p50_ms'] for r in mine))} "
+                         f"({fmt(statistics.median(r['x_scan'] for r in mine))}× / "
+                         f"{fmt(statistics.median(r['x_fscan'] for r in mine))}×)" if mine else "–")
+        out.append(f"| {nodes:,} | {fmt(scans['priority_scan'].get(nodes))} | "
+                   f"{fmt(scans['footprint_scan'].get(nodes))} | " + " | ".join(cells) + " |")
+    out.append("")
 
     out.append("### Growth exponent of the median decision time, 100 → 10,000 nodes (log-log fit)\n")
     out.append("| kind | " + " | ".join(solvers) + " |")
@@ -91,14 +114,16 @@ def solver_tables(rows):
             points = [(n, decisions[(solver, kind, n)]["p50_ms"]) for n in sizes if (solver, kind, n) in decisions]
             cells.append(fmt(fit_exponent(points), 2))
         out.append(f"| {kind} | " + " | ".join(cells) + " |")
-    out.append(f"| *bare scan* | {fmt(fit_exponent(sorted(scans.items())), 2)} |" + " |" * (len(solvers) - 1))
+    for floor in scans:
+        out.append(f"| *{floor.replace('_', ' ')}* | {fmt(fit_exponent(sorted(scans[floor].items())), 2)} |"
+                   + " |" * (len(solvers) - 1))
     out.append("")
 
     out.append("### Quality per decision (mean over the 4 variants of each kind)\n")
     out.append("cost ratio = cost / branch-and-bound's proven optimum (decisions where one was proven "
                "with positive cost); same = fraction with identical cost; hit = topology hit rate.\n")
     head = ["kind", "nodes", "B&B optimal", "B&B gap", "B&B nodes", "greedy cost ratio",
-            "knapsack cost ratio", "knapsack optimal", "kube cost ratio", "kube hit",
+            "knapsack cost ratio", "knapsack optimal", "kube cost ratio", "kube hit", "kube victims",
             "exhaustive same", "exhaustive / B&B time"]
     out.append("| " + " | ".join(head) + " |")
     out.append("|---" * len(head) + "|")
@@ -108,7 +133,7 @@ def solver_tables(rows):
             bnb, greedy, dp, kube, exh = (get(s) for s in
                                           ["branch_and_bound", "greedy", "knapsack", "kube_default", "exhaustive_subsets"])
             ratio = lambda row: fmt(row["cost_ratio"]) if row and row["ref_proven"] > 0 else "–"
-            cells = [kind, str(nodes),
+            cells = [kind, f"{nodes:,}",
                      fmt(bnb["optimal"]) if bnb else "–",
                      fmt(bnb["gap"]) if bnb else "–",
                      fmt(bnb["nodes"]) if bnb else "–",
@@ -116,24 +141,31 @@ def solver_tables(rows):
                      fmt(dp["optimal"]) if dp else "–",
                      ratio(kube),
                      fmt(kube["topo_hit"]) if kube else "–",
+                     fmt(kube["victims"]) if kube else "–",
                      fmt(exh["same_cost"]) if exh and exh["ref_proven"] > 0 else "–",
                      fmt(exh["p50_ms"] / bnb["p50_ms"]) if exh and bnb else "–"]
             out.append("| " + " | ".join(cells) + " |")
     out.append("")
+    return out
 
-    out.append("### Summary over kinds\n")
-    out.append("| nodes | solver | median p50 ms | median × scan | mean cost ratio | topo hit |")
-    out.append("|---|---|---|---|---|---|")
-    for nodes in sizes:
-        for solver in solvers:
-            mine = [decisions[(solver, k, nodes)] for k in kinds if (solver, k, nodes) in decisions]
-            if not mine:
-                continue
-            ratios = [r["cost_ratio"] for r in mine if r["ref_proven"] > 0]
-            out.append(f"| {nodes} | {solver} | {fmt(statistics.median(r['p50_ms'] for r in mine))} | "
-                       f"{fmt(statistics.median(r['x_scan'] for r in mine))} | "
-                       f"{fmt(statistics.fmean(ratios) if ratios else None)} | "
-                       f"{fmt(statistics.fmean(r['topo_hit'] for r in mine))} |")
+
+def many_victims_table(rows):
+    out = ["### Branch-and-bound vs exhaustive_subsets on GPU-share nodes (many victims)\n",
+           "| kind | nodes | pods | eligible/node (max) | B&B ms | exhaustive ms | exhaustive finished | "
+           "same cost | speedup (min, median, of means) | B&B nodes | exhaustive subsets | greedy cost ratio | "
+           "B&B root bound ÷ optimum | per-GPU bound ÷ optimum |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        parts = row["name"].split("/")
+        if row.get("error_occurred"):
+            out.append(f"| {parts[1]} | {parts[2]} | ERROR: {row.get('error_message', '')} |")
+            continue
+        out.append(f"| {parts[1]} | {int(parts[2].split(':')[1]):,} | {row['workloads']:.0f} | "
+                   f"{fmt(row['eligible_max'])} | {fmt(row['bnb_ms'])} | {fmt(row['exh_ms'])} | "
+                   f"{fmt(row['exh_finished'] * 4)}/4 | {fmt(row['same_cost'])} | "
+                   f"{fmt(row['speedup_min'])}×, {fmt(row['speedup_median'])}×, {fmt(row['exh_ms'] / row['bnb_ms'])}× | {fmt(row['bnb_nodes'])} | "
+                   f"{fmt(row['exh_subsets'])} | {fmt(row['greedy_ratio'])} | {fmt(row['root_bound_ratio'])} | "
+                   f"{fmt(row['device_bound_ratio'])} |")
     out.append("")
     return out
 
@@ -180,8 +212,11 @@ def main():
     parser.add_argument("solvers")
     parser.add_argument("--state")
     parser.add_argument("--cbc")
+    parser.add_argument("--many")
     args = parser.parse_args()
     lines = solver_tables(load(args.solvers))
+    if args.many:
+        lines += many_victims_table(load(args.many))
     if args.cbc:
         lines += cbc_table(load(args.cbc))
     if args.state:
