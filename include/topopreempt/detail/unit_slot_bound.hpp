@@ -14,6 +14,7 @@
 /// units. The result never exceeds the true cost of any completion: a valid bound.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -27,6 +28,19 @@
 #include "topopreempt/placement_search.hpp"
 
 namespace topopreempt::detail {
+
+/// Gangs of at most this many replicas in targets of at most this many units are decomposed by
+/// the units they land on (see `UnitSlotBound::ranked_unit_sets`).
+inline constexpr std::int32_t max_decomposed_replicas = 3;
+inline constexpr std::size_t max_decomposed_units = 64;
+
+/// A set of at most `max_decomposed_replicas` units (indices into the target's units) with a
+/// lower bound on the cost of landing the whole gang on them.
+struct UnitSet {
+  double bound = 0.0;
+  std::array<std::uint32_t, max_decomposed_replicas> members{};
+  std::size_t size = 0;
+};
 
 class UnitSlotBound {
  public:
@@ -92,6 +106,61 @@ class UnitSlotBound {
 
   /// Whether the bound can say more than the aggregate one.
   [[nodiscard]] bool active() const noexcept { return !units_.empty(); }
+
+  /// Whether the gang is small enough to decompose by units.
+  [[nodiscard]] bool decomposable() const noexcept {
+    return active() && problem_->tier->demand.replicas <= max_decomposed_replicas &&
+           units_.size() <= max_decomposed_units;
+  }
+
+  /// Every set of 1..R units, each with the least bound over splits of the R replicas giving
+  /// every member at least one, ascending by bound (then members): where an optimal gang can
+  /// land, cheapest first. Sets that cannot host the gang even with every victim gone are left
+  /// out. Requires `decomposable()`.
+  [[nodiscard]] std::vector<UnitSet> ranked_unit_sets(const Allocation& state) {
+    const std::int32_t replicas = problem_->tier->demand.replicas;
+    const auto width = static_cast<std::size_t>(replicas) + 1;
+    const std::vector<double> costs = hosting_costs(state);
+    std::vector<UnitSet> sets;
+    const auto consider = [&](const UnitSet& candidate) {
+      double best_split = std::numeric_limits<double>::infinity();
+      const auto recurse = [&](const auto& self, std::size_t at, std::int32_t left, double sum) -> void {
+        const std::size_t unit = candidate.members[at];
+        if (at + 1 == candidate.size) {
+          best_split = std::min(best_split, sum + costs[unit * width + static_cast<std::size_t>(left)]);
+          return;
+        }
+        for (std::int32_t take = 1; take <= left - static_cast<std::int32_t>(candidate.size - at - 1); ++take) {
+          self(self, at + 1, left - take, sum + costs[unit * width + static_cast<std::size_t>(take)]);
+        }
+      };
+      recurse(recurse, 0, replicas, 0.0);
+      if (std::isfinite(best_split)) sets.push_back({best_split, candidate.members, candidate.size});
+    };
+    const auto n = static_cast<std::uint32_t>(units_.size());
+    UnitSet candidate;
+    for (std::uint32_t a = 0; a < n; ++a) {
+      candidate.members[0] = a;
+      candidate.size = 1;
+      consider(candidate);
+      for (std::uint32_t b = a + 1; b < n && replicas >= 2; ++b) {
+        candidate.members[1] = b;
+        candidate.size = 2;
+        consider(candidate);
+        for (std::uint32_t c = b + 1; c < n && replicas >= 3; ++c) {
+          candidate.members[2] = c;
+          candidate.size = 3;
+          consider(candidate);
+        }
+      }
+    }
+    std::sort(sets.begin(), sets.end(), [](const UnitSet& x, const UnitSet& y) {
+      if (x.bound != y.bound) return x.bound < y.bound;
+      return std::lexicographical_compare(x.members.begin(), x.members.begin() + static_cast<std::ptrdiff_t>(x.size),
+                                          y.members.begin(), y.members.begin() + static_cast<std::ptrdiff_t>(y.size));
+    });
+    return sets;
+  }
 
   /// The target's units, ascending.
   [[nodiscard]] const std::vector<DomainId>& units() const noexcept { return units_; }
@@ -187,5 +256,38 @@ class UnitSlotBound {
   std::vector<double> marginals_;
   std::vector<std::pair<double, double>> ratios_;
 };
+
+/// `problem` restricted to the victims touching the units of `set` (or the pools above them):
+/// a minimal victim set landing the gang on those units holds no other victim. `kept` maps
+/// restricted victim indices back to `problem`'s.
+inline void restrict_to_units(const Allocation& state, const DomainProblem& problem,
+                              const std::vector<DomainId>& units, const UnitSet& set,
+                              DomainProblem& restricted, std::vector<std::size_t>& kept) {
+  const Topology& topology = state.topology();
+  restricted.target = problem.target;
+  restricted.tier = problem.tier;
+  restricted.dims = problem.dims;
+  restricted.measured_in = problem.measured_in;
+  restricted.demand_total = problem.demand_total;
+  restricted.need = problem.need;
+  restricted.dimension_names = problem.dimension_names;
+  restricted.lower_bound = set.bound;
+  restricted.victims.clear();
+  kept.clear();
+  for (std::size_t v = 0; v < problem.victims.size(); ++v) {
+    const WorkloadView view = state.view(problem.victims[v].id);
+    const bool touches = std::any_of(view.domains.begin(), view.domains.end(), [&](DomainId domain) {
+      for (std::size_t m = 0; m < set.size; ++m) {
+        const DomainId unit = units[set.members[m]];
+        if (topology.contains(unit, domain)) return true;
+        if (topology.contains(domain, unit) && topology.level(domain) >= topology.host_level()) return true;
+      }
+      return false;
+    });
+    if (!touches) continue;
+    restricted.victims.push_back(problem.victims[v]);
+    kept.push_back(v);
+  }
+}
 
 }  // namespace topopreempt::detail

@@ -69,8 +69,7 @@ class BranchAndBoundSearch {
       best.note = "limit reached: greedy plan only";
       return best;
     }
-    if (slots.active() && problem.tier->demand.replicas <= max_decomposed_replicas &&
-        slots.units().size() <= max_decomposed_units) {
+    if (slots.decomposable()) {
       return search_by_units(state, problem, incumbent, statistics, slots, best, root_bound);
     }
     Run run{*this, state, problem, statistics, slots};
@@ -107,10 +106,6 @@ class BranchAndBoundSearch {
     return outcome;
   }
 
-  /// Gangs of at most this many replicas in targets of at most this many units are solved by
-  /// unit subsets (below); larger ones by the plain search.
-  static constexpr std::int32_t max_decomposed_replicas = 3;
-  static constexpr std::size_t max_decomposed_units = 64;
 
  private:
   /// A target of several units (a rack for a gang of node-confined replicas) decomposed by
@@ -124,51 +119,7 @@ class BranchAndBoundSearch {
       SolverStatistics& statistics, topopreempt::detail::UnitSlotBound& slots,
       topopreempt::detail::DomainOutcome greedy, double root_bound) const {
     using namespace topopreempt::detail;
-    const Topology& topology = state.topology();
-    const std::int32_t replicas = problem.tier->demand.replicas;
-    const auto width = static_cast<std::size_t>(replicas) + 1;
-    const std::vector<double> costs = slots.hosting_costs(state);
-    const std::vector<DomainId>& units = slots.units();
-    struct Subset {
-      double bound;
-      std::array<std::uint32_t, max_decomposed_replicas> members;
-      std::size_t size;
-    };
-    std::vector<Subset> subsets;
-    // Every set of 1..R units with every split of the R replicas giving each at least one.
-    const auto consider = [&](const std::array<std::uint32_t, max_decomposed_replicas>& members, std::size_t size) {
-      double best_split = std::numeric_limits<double>::infinity();
-      const auto recurse = [&](const auto& self, std::size_t at, std::int32_t left, double sum) -> void {
-        if (at + 1 == size) {
-          best_split = std::min(best_split, sum + costs[members[at] * width + static_cast<std::size_t>(left)]);
-          return;
-        }
-        for (std::int32_t take = 1; take <= left - static_cast<std::int32_t>(size - at - 1); ++take) {
-          self(self, at + 1, left - take, sum + costs[members[at] * width + static_cast<std::size_t>(take)]);
-        }
-      };
-      recurse(recurse, 0, replicas, 0.0);
-      if (std::isfinite(best_split)) subsets.push_back({best_split, members, size});
-    };
-    const auto n = static_cast<std::uint32_t>(units.size());
-    std::array<std::uint32_t, max_decomposed_replicas> members{};
-    for (std::uint32_t a = 0; a < n; ++a) {
-      members[0] = a;
-      consider(members, 1);
-      for (std::uint32_t b = a + 1; b < n && replicas >= 2; ++b) {
-        members[1] = b;
-        consider(members, 2);
-        for (std::uint32_t c = b + 1; c < n && replicas >= 3; ++c) {
-          members[2] = c;
-          consider(members, 3);
-        }
-      }
-    }
-    std::sort(subsets.begin(), subsets.end(), [](const Subset& x, const Subset& y) {
-      return x.bound < y.bound || (x.bound == y.bound && std::lexicographical_compare(
-                                                             x.members.begin(), x.members.begin() + static_cast<std::ptrdiff_t>(x.size),
-                                                             y.members.begin(), y.members.begin() + static_cast<std::ptrdiff_t>(y.size)));
-    });
+    const std::vector<UnitSet> subsets = slots.ranked_unit_sets(state);
     DomainOutcome outcome;
     double best_cost = incumbent;
     if (greedy.found && greedy.cost < best_cost) {
@@ -179,7 +130,7 @@ class BranchAndBoundSearch {
     double open_bound = std::numeric_limits<double>::infinity();
     DomainProblem restricted;
     std::vector<std::size_t> kept;  // restricted index -> problem index
-    for (const Subset& subset : subsets) {
+    for (const UnitSet& subset : subsets) {
       const double tolerance = std::isfinite(best_cost) ? 1e-9 * std::max(1.0, std::abs(best_cost)) : 0.0;
       if (subset.bound >= best_cost - tolerance) break;  // sorted: every later subset too
       if (statistics.nodes_explored >= limits_.max_nodes || Clock::now() - start_ > limits_.time_limit) {
@@ -187,31 +138,7 @@ class BranchAndBoundSearch {
         open_bound = std::min(open_bound, subset.bound);
         break;
       }
-      // Victims touching the subset's units or the pools above them.
-      restricted.target = problem.target;
-      restricted.tier = problem.tier;
-      restricted.dims = problem.dims;
-      restricted.measured_in = problem.measured_in;
-      restricted.demand_total = problem.demand_total;
-      restricted.need = problem.need;
-      restricted.dimension_names = problem.dimension_names;
-      restricted.lower_bound = subset.bound;
-      restricted.victims.clear();
-      kept.clear();
-      for (std::size_t v = 0; v < problem.victims.size(); ++v) {
-        const WorkloadView view = state.view(problem.victims[v].id);
-        const bool touches = std::any_of(view.domains.begin(), view.domains.end(), [&](DomainId domain) {
-          for (std::size_t m = 0; m < subset.size; ++m) {
-            const DomainId unit = units[subset.members[m]];
-            if (topology.contains(unit, domain)) return true;
-            if (topology.contains(domain, unit) && topology.level(domain) >= topology.host_level()) return true;
-          }
-          return false;
-        });
-        if (!touches) continue;
-        restricted.victims.push_back(problem.victims[v]);
-        kept.push_back(v);
-      }
+      restrict_to_units(state, problem, slots.units(), subset, restricted, kept);
       if (restricted.victims.empty()) continue;
       UnitSlotBound restricted_slots(state, restricted);
       Run run{*this, state, restricted, statistics, restricted_slots};

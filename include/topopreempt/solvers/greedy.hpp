@@ -14,6 +14,7 @@
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/cost_model.hpp"
 #include "topopreempt/detail/preemption_context.hpp"
+#include "topopreempt/detail/unit_slot_bound.hpp"
 #include "topopreempt/preemption_plan.hpp"
 
 namespace topopreempt::solvers {
@@ -22,9 +23,43 @@ namespace detail {
 
 /// The greedy search inside one domain (also the incumbent of branch-and-bound).
 struct GreedySearch {
+  /// Unit sets a small gang's greedy tries besides the whole target (cheapest bound first).
+  static constexpr std::size_t unit_sets_tried = 4;
+
   [[nodiscard]] topopreempt::detail::DomainOutcome search(
-      const Allocation& state, const topopreempt::detail::DomainProblem& problem, double /*incumbent*/,
-      const topopreempt::detail::SearchLimits& /*limits*/, SolverStatistics& statistics) const {
+      const Allocation& state, const topopreempt::detail::DomainProblem& problem, double incumbent,
+      const topopreempt::detail::SearchLimits& limits, SolverStatistics& statistics) const {
+    using namespace topopreempt::detail;
+    DomainOutcome best = search_once(state, problem, statistics);
+    UnitSlotBound slots(state, problem);
+    if (!slots.decomposable()) return best;
+    // A small gang over several units (two nodes of a rack): greedy over the whole rack takes
+    // whatever frees room first, often across the wrong nodes. Also try it on the victims of
+    // the most promising unit sets alone, and keep the cheapest plan.
+    (void)incumbent;
+    (void)limits;
+    DomainProblem restricted;
+    std::vector<std::size_t> kept;
+    std::size_t tried = 0;
+    for (const UnitSet& set : slots.ranked_unit_sets(state)) {
+      if (tried++ == unit_sets_tried || (best.found && set.bound >= best.cost)) break;
+      restrict_to_units(state, problem, slots.units(), set, restricted, kept);
+      if (restricted.victims.empty()) continue;
+      const DomainOutcome local = search_once(state, restricted, statistics);
+      if (!local.found || (best.found && local.cost >= best.cost)) continue;
+      best.found = true;
+      best.cost = local.cost;
+      best.note.clear();
+      best.choice.assign(problem.victims.size(), -1);
+      for (std::size_t r = 0; r < kept.size(); ++r) best.choice[kept[r]] = local.choice[r];
+    }
+    return best;
+  }
+
+  /// Evict-then-spare greedy over all of `problem`'s victims.
+  [[nodiscard]] topopreempt::detail::DomainOutcome search_once(
+      const Allocation& state, const topopreempt::detail::DomainProblem& problem,
+      SolverStatistics& statistics) const {
     using namespace topopreempt::detail;
     FeasibilityOracle oracle(state, problem);
     DomainOutcome outcome;
