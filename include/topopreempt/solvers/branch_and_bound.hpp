@@ -58,7 +58,8 @@ class BranchAndBoundSearch {
       }
     }
     // Greedy incumbent first: a good early cost makes the bound bite from the root.
-    DomainOutcome best = GreedySearch{}.search(state, problem, incumbent, limits_, statistics);
+    // (The plain pass: unit sets are searched exactly below when the gang decomposes.)
+    DomainOutcome best = GreedySearch{}.search_once(state, problem, statistics);
     // Out of budget before this domain: keep greedy's plan and the domain's bound, so later
     // domains still contribute an incumbent instead of being skipped unread.
     if (statistics.nodes_explored >= limits_.max_nodes ||

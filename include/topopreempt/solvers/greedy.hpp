@@ -6,6 +6,7 @@
 /// wins. Fast; no optimality claim (plans are `feasible`).
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string_view>
@@ -30,13 +31,23 @@ struct GreedySearch {
       const Allocation& state, const topopreempt::detail::DomainProblem& problem, double incumbent,
       const topopreempt::detail::SearchLimits& limits, SolverStatistics& statistics) const {
     using namespace topopreempt::detail;
-    DomainOutcome best = search_once(state, problem, statistics);
     UnitSlotBound slots(state, problem);
+    if (slots.decomposable() && std::isfinite(incumbent)) {
+      // A rack that cannot beat the best plan found elsewhere, by its per-unit bound, is
+      // skipped: with hundreds of racks this is where a gang's greedy spends its time.
+      const OverlayView<Allocation> untouched(state);
+      if (slots.bound(untouched, [](std::size_t) { return true; }) >= incumbent) {
+        DomainOutcome skipped;
+        skipped.lower_bound = incumbent;
+        skipped.note = "per-unit bound reaches the best cost";
+        return skipped;
+      }
+    }
+    DomainOutcome best = search_once(state, problem, statistics);
     if (!slots.decomposable()) return best;
     // A small gang over several units (two nodes of a rack): greedy over the whole rack takes
     // whatever frees room first, often across the wrong nodes. Also try it on the victims of
     // the most promising unit sets alone, and keep the cheapest plan.
-    (void)incumbent;
     (void)limits;
     DomainProblem restricted;
     std::vector<std::size_t> kept;
