@@ -716,11 +716,7 @@ class exhaustive_subsets_solver {
       return std::move(plan);
     };
 
-    if (const PlacementSearchResult direct = find_placement(state, demand); direct.found) {
-      plan.status = PlanStatus::no_preemption_needed;
-      plan.placement = direct.placement;
-      plan.target_domain = detail::covering_domain(plan.placement, topology);
-      detail::set_levels(plan, topology);
+    if (detail::fits_already(state, demand, plan)) {
       plan.explanation = title + " fits as the cluster stands (k = 0); no preemption needed";
       return finish();
     }

@@ -503,11 +503,7 @@ struct kube_default_solver {
       return std::move(plan);
     };
 
-    if (const PlacementSearchResult direct = find_placement(state, demand); direct.found) {
-      plan.status = PlanStatus::no_preemption_needed;
-      plan.placement = direct.placement;
-      plan.target_domain = detail::covering_domain(plan.placement, topology);
-      detail::set_levels(plan, topology);
+    if (detail::fits_already(state, demand, plan)) {
       plan.explanation = "kube_default: " + preemptor.label() +
                          " fits as the cluster stands; no preemption needed (placed in " +
                          topology.describe(plan.target_domain) + ")";

@@ -33,18 +33,18 @@ inline void set_levels(PreemptionPlan& plan, const Topology& topology) {
   }
 }
 
-/// Lowest domain containing every entry of `placement` (pools drawn from included), so that a
-/// plan's `target_domain` holds all of it; the root for an empty placement.
-[[nodiscard]] inline DomainId covering_domain(const Placement& placement,
-                                              const Topology& topology) {
-  DomainId covering;
-  for (const auto& replica : placement.replicas) {
-    for (const auto& entry : replica.entries) {
-      covering = covering.valid() ? topology.lowest_common_ancestor(covering, entry.domain)
-                                  : entry.domain;
-    }
-  }
-  return covering.valid() ? covering : Topology::root();
+/// If the preemptor fits as the cluster stands, makes `plan` a `no_preemption_needed` plan at
+/// the tightest placement (target: the domain holding all of it) and returns true.
+[[nodiscard]] inline bool fits_already(const Allocation& state, const ResolvedDemand& demand,
+                                       PreemptionPlan& plan) {
+  const PlacementSearchResult direct = find_placement(state, demand);
+  if (!direct.found) return false;
+  const Topology& topology = state.topology();
+  plan.status = PlanStatus::no_preemption_needed;
+  plan.placement = direct.placement;
+  plan.target_domain = plan.placement.span_domain(topology);
+  set_levels(plan, topology);
+  return true;
 }
 
 /// Resolves the preemptor's demand. Throws `std::invalid_argument` naming the preemptor when it
