@@ -34,6 +34,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "scan_floors.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
@@ -50,11 +51,7 @@ using Clock = std::chrono::steady_clock;
 
 /// CPU time of the calling thread in seconds: on a shared 2-core machine, wall time mostly
 /// measures the neighbours; the thread's CPU time is what the decision itself costs.
-double thread_seconds() {
-  std::timespec now{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
-}
+using topopreempt_bench::thread_seconds;
 
 constexpr std::array<std::int64_t, 3> sizes{100, 1000, 10000};
 
@@ -124,12 +121,7 @@ std::int64_t scan(const Allocation& state, Floor floor) {
                                   : topopreempt_bench::footprint_scan(state);
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
+using topopreempt_bench::median;
 
 /// Median time of one scan of one cluster (seconds), measured once per cluster and floor.
 double scan_floor(std::int64_t nodes, bool saturated, Floor floor) {

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_timing.hpp"
 #include "topopreempt/cluster_generator.hpp"
 #include "topopreempt/cost_model.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
@@ -42,18 +43,9 @@ using namespace topopreempt;
 using BenchCost = cost::weighted_sum<cost::lost_work, cost::reload_time>;
 const BenchCost cost_model{};
 
-double thread_seconds() {
-  std::timespec now{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
-}
+using topopreempt_bench::thread_seconds;
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
+using topopreempt_bench::median;
 
 /// One victim-selection problem: a single-node cluster and a pending preemptor.
 struct Instance {

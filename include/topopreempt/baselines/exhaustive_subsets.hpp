@@ -826,16 +826,7 @@ class exhaustive_subsets_solver {
       text += ": not proven optimal (" + why + ")";
     }
     text += ".";
-    if (plan.rejected_total > 0) {
-      text += " " + detail::count_of(plan.rejected_total, "other domain") + " lost";
-      const std::size_t shown = std::min<std::size_t>(plan.rejected.size(), 3);
-      for (std::size_t i = 0; i < shown; ++i) {
-        text += (i == 0 ? ": " : "; ") + topology.path(plan.rejected[i].domain) + " " +
-                plan.rejected[i].reason;
-      }
-      if (plan.rejected_total > shown) text += "; ...";
-      text += ".";
-    }
+    detail::append_losers(text, plan, topology, "domain");
     plan.explanation = std::move(text);
     return finish();
   }

@@ -585,17 +585,7 @@ struct kube_default_solver {
     }
     text += plan.topology_satisfied ? ". Topology requirements hold."
                                     : ". Topology requirements are NOT satisfied.";
-    if (plan.rejected_total > 0) {
-      text += " " + std::to_string(plan.rejected_total) + " other node" +
-              (plan.rejected_total == 1 ? "" : "s") + " lost";
-      const std::size_t shown = std::min<std::size_t>(plan.rejected.size(), 3);
-      for (std::size_t i = 0; i < shown; ++i) {
-        text += (i == 0 ? ": " : "; ") + topology.path(plan.rejected[i].domain) + " " +
-                plan.rejected[i].reason;
-      }
-      if (plan.rejected_total > shown) text += "; ...";
-      text += ".";
-    }
+    detail::append_losers(text, plan, topology, "node");
     plan.explanation = std::move(text);
     return finish();
   }

@@ -60,6 +60,21 @@ inline void set_levels(PreemptionPlan& plan, const Topology& topology) {
   return demand;
 }
 
+/// Appends " N other <noun>s lost: path reason; ...; ..." for a plan's first three losers.
+inline void append_losers(std::string& text, const PreemptionPlan& plan, const Topology& topology,
+                          std::string_view noun) {
+  if (plan.rejected_total == 0) return;
+  text += " " + std::to_string(plan.rejected_total) + " other " + std::string(noun) +
+          (plan.rejected_total == 1 ? "" : "s") + " lost";
+  const std::size_t shown = std::min<std::size_t>(plan.rejected.size(), 3);
+  for (std::size_t i = 0; i < shown; ++i) {
+    text += (i == 0 ? ": " : "; ") + topology.path(plan.rejected[i].domain) + " " +
+            plan.rejected[i].reason;
+  }
+  if (plan.rejected_total > shown) text += "; ...";
+  text += ".";
+}
+
 /// "1 victim" / "3 victims".
 [[nodiscard]] inline std::string count_of(std::size_t count, std::string_view noun) {
   return std::to_string(count) + " " + std::string(noun) + (count == 1 ? "" : "s");
