@@ -97,7 +97,9 @@ Allocation random_state(std::mt19937_64& rng, int node_count, int gpus) {
     free.resize(free.size() - replicas);
     std::optional<std::int32_t> min;
     if (std::uniform_int_distribution<int>(0, 1)(rng) == 1) {
-      min = std::uniform_int_distribution<std::int32_t>(0, static_cast<std::int32_t>(replicas))(rng);
+      // At least 1: a running workload keeps a replica (min_replicas 0 is invalid).
+      min =
+          std::uniform_int_distribution<std::int32_t>(1, static_cast<std::int32_t>(replicas))(rng);
     }
     start(state, id++, where, min);
   }

@@ -127,8 +127,8 @@ Workload random_running(Dice& dice, const Topology& topology, std::uint64_t id) 
   if (workload.replicas > 1 && dice.one_in(3))
     workload.gang_scope = TopologyRequirement::guaranteed("rack");
   if (workload.replicas > 1 && !dice.one_in(3)) {
-    workload.min_replicas =
-        static_cast<std::int32_t>(dice.below(static_cast<std::uint64_t>(workload.replicas)));
+    workload.min_replicas = static_cast<std::int32_t>(
+        1 + dice.below(static_cast<std::uint64_t>(workload.replicas - 1)));
   }
   workload.cost.start_time_s = static_cast<double>(dice.below(1000));
   workload.cost.seconds_since_checkpoint = static_cast<double>(dice.below(900));

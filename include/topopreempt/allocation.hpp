@@ -199,27 +199,33 @@ class Allocation {
     for (const auto& replica : placement.replicas) {
       for (const auto& entry : replica.entries) record.amounts.col(column_index++) = entry.amount;
     }
-    // Everything that can throw (allocation included) happens before the first mutation.
-    std::uint32_t slot = 0;
-    if (free_slots_.empty()) {
-      records_.emplace_back();
-      slot = static_cast<std::uint32_t>(records_.size() - 1);
-    } else {
-      slot = free_slots_.back();
-    }
+    // Everything that can throw (allocation included) happens before the first observable
+    // mutation; the spare record slot appended for it is dropped again if anything throws.
     const WorkloadId id = workload.id;
     record.workload = std::move(workload);
     const std::vector<DomainId> hosts = hosts_of(record);
-    for (DomainId host : hosts) {
-      const std::size_t ordinal = host_ordinal(host);
-      occupants_[ordinal].reserve(occupants_[ordinal].size() + 1);
-      occupant_slots_[ordinal].reserve(occupant_slots_[ordinal].size() + 1);
+    const bool appended = free_slots_.empty();
+    if (appended) records_.emplace_back();
+    const auto slot =
+        static_cast<std::uint32_t>(appended ? records_.size() - 1 : free_slots_.back());
+    try {
+      for (DomainId host : hosts) {
+        const std::size_t ordinal = host_ordinal(host);
+        occupants_[ordinal].reserve(occupants_[ordinal].size() + 1);
+        occupant_slots_[ordinal].reserve(occupant_slots_[ordinal].size() + 1);
+      }
+      index_.reserve(index_.size() + 1);
+      // Last: reserve() only sizes the buckets, inserting still allocates the node (and may
+      // throw std::bad_alloc). Done after the record was live, it left a ghost record that
+      // for_each_workload visited but contains() denied.
+      index_.emplace(id.value, slot);
+    } catch (...) {
+      if (appended) records_.pop_back();
+      throw;
     }
-    index_.reserve(index_.size() + 1);
     // No-throw from here on.
-    if (!free_slots_.empty() && free_slots_.back() == slot) free_slots_.pop_back();
+    if (!appended) free_slots_.pop_back();
     records_[slot] = std::move(record);
-    index_.emplace(id.value, slot);
     apply(records_[slot], 0, records_[slot].domains.size(), +1);
     for (DomainId host : hosts) {
       occupants_[host_ordinal(host)].push_back(id);
@@ -486,15 +492,15 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
           throw std::invalid_argument(at() + ": a device entry must be the whole device or exactly "
                                       "the replica's share");
         }
-      } else {
-        pooled_sum += entry.amount;
+      } else if (!checked_accumulate(pooled_sum, entry.amount)) {
+        throw std::invalid_argument(at() + ": the replica's pooled amounts overflow 64 bits");
       }
       auto it = std::find_if(added.begin(), added.end(),
                              [&](const auto& item) { return item.first == entry.domain; });
       if (it == added.end()) {
         added.emplace_back(entry.domain, entry.amount);
-      } else {
-        it->second += entry.amount;
+      } else if (!checked_accumulate(it->second, entry.amount)) {
+        throw std::invalid_argument(at() + ": the amounts placed on this domain overflow 64 bits");
       }
     }
     if (whole != workload.demand.whole_devices || shares != (share ? 1 : 0)) {

@@ -158,4 +158,32 @@ struct weighted_sum {
   return value;
 }
 
+/// Rejects a model whose prices cannot all be added up: throws `std::invalid_argument` naming
+/// the model when the prices of every victim `preemptor` may have in `state` (preemptible,
+/// strictly lower priority), each at its dearest action (eviction or any shrink), sum past the
+/// largest finite double. Every plan's cost is at most that sum, so below it no cost or bound
+/// of any solver can overflow to infinity (which would read as "no plan", a wrong
+/// `infeasible`); above it the model must be rescaled. Also rejects an invalid single price
+/// (see `checked_cost`). Cost: one pass over the running workloads. Every solver and baseline
+/// calls this first.
+template <CostModel Model>
+void check_price_sum(const Allocation& state, const Workload& preemptor, const Model& model) {
+  double total = 0.0;
+  state.for_each_workload([&](const Workload& victim) {
+    if (!victim.preemptible || victim.priority >= preemptor.priority) return;
+    double dearest = checked_cost(static_cast<double>(model.evict(victim)), Model::name, victim);
+    for (std::int32_t dropped = 1; dropped <= victim.shrinkable_replicas(); ++dropped) {
+      dearest = std::max(dearest, checked_cost(static_cast<double>(model.shrink(victim, dropped)),
+                                               Model::name, victim));
+    }
+    total += dearest;
+  });
+  if (!std::isfinite(total)) {
+    throw std::invalid_argument("cost model '" + std::string(Model::name) +
+                                "': the prices of the " + "victims " + preemptor.label() +
+                                " may preempt sum past the " +
+                                "largest double (1.8e308); rescale the model");
+  }
+}
+
 }  // namespace topopreempt

@@ -3,6 +3,7 @@
 /// @file placement.hpp
 /// Where a workload's replicas sit, down to devices and pools.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -69,21 +70,28 @@ struct Placement {
     return footprint_domain(topology, replicas.at(index).entries);
   }
 
-  /// The domain a replica occupies: the lowest common ancestor of its device entries and of
-  /// its pool entries — except pools that *enclose* its devices (a NUMA node's CPUs serving
-  /// the GPUs under one of its PCIe switches), which the replica merely draws from. Without
-  /// devices, the lowest common ancestor of its pool entries. The root when empty.
+  /// The domain a replica occupies: the lowest common ancestor of its *core* entries — its
+  /// devices and the pools that enclose none of its other entries — widened by any other pool
+  /// that does not enclose that domain. Pools that enclose it (a NUMA node's CPUs serving the
+  /// GPUs under one of its PCIe switches, or the memory of a NUMA node serving CPUs taken from
+  /// one of its core groups) are merely drawn from. A replica whose only entry is a pool
+  /// occupies that pool. The root when empty.
   [[nodiscard]] static DomainId footprint_domain(const Topology& topology,
                                                  const std::vector<PlacementEntry>& entries) {
-    DomainId devices;
+    const auto encloses_another = [&](const PlacementEntry& pool) {
+      return std::any_of(entries.begin(), entries.end(), [&](const PlacementEntry& other) {
+        return other.domain != pool.domain && topology.contains(pool.domain, other.domain);
+      });
+    };
+    DomainId core;
     for (const auto& entry : entries) {
-      if (!topology.is_device(entry.domain)) continue;
-      devices = devices.valid() ? topology.lowest_common_ancestor(devices, entry.domain) : entry.domain;
+      if (!topology.is_device(entry.domain) && encloses_another(entry)) continue;
+      core = core.valid() ? topology.lowest_common_ancestor(core, entry.domain) : entry.domain;
     }
-    DomainId domain = devices;
+    DomainId domain = core;
     for (const auto& entry : entries) {
-      if (topology.is_device(entry.domain)) continue;
-      if (devices.valid() && topology.contains(entry.domain, devices)) continue;
+      if (topology.is_device(entry.domain) || !encloses_another(entry)) continue;
+      if (core.valid() && topology.contains(entry.domain, core)) continue;
       domain = domain.valid() ? topology.lowest_common_ancestor(domain, entry.domain) : entry.domain;
     }
     return domain.valid() ? domain : Topology::root();

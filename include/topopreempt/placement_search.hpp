@@ -35,7 +35,10 @@ struct ResolvedDemand {
   ResourceVector pooled;  ///< pooled dimensions
   bool has_share = false;
   std::int32_t replicas = 1;
-  LevelIndex unit_level = 0;  ///< replicas are confined to domains of this level
+  /// Replicas are confined to domains of this level. With `replica_preferred` set it is the
+  /// loosest level the best-effort replica scope may relax to (the host, or the guaranteed gang
+  /// level when that is deeper).
+  LevelIndex unit_level = 0;
   std::optional<LevelIndex> replica_preferred;  ///< best-effort replica level
   std::optional<LevelIndex> gang_required;      ///< guaranteed gang level
   std::optional<LevelIndex> gang_preferred;     ///< best-effort gang level
@@ -66,6 +69,15 @@ struct ResolvedDemand {
       demand.gang_required = level_of(workload.gang_scope);
     } else if (workload.gang_scope.mode == RequirementMode::best_effort) {
       demand.gang_preferred = level_of(workload.gang_scope);
+    }
+    // Every replica lies inside its gang's domain, so a guaranteed gang level is also a floor
+    // for each replica: a best-effort replica scope may relax only down to it, never past it
+    // (relaxing past it would loosen the guaranteed gang scope with it).
+    if (demand.gang_required && *demand.gang_required > demand.unit_level) {
+      demand.unit_level = *demand.gang_required;
+      if (demand.replica_preferred && *demand.replica_preferred <= demand.unit_level) {
+        demand.replica_preferred.reset();  // the floor is already at least as tight
+      }
     }
     return demand;
   }
@@ -111,7 +123,8 @@ template <CapacityView View>
         fit = std::min(fit, view.free(device, static_cast<std::size_t>(i)) / demand.share(i));
       }
     }
-    total += fit;
+    // Both are at most unbounded_replicas (max / 4): the sum cannot overflow, the cap keeps it so.
+    total = std::min(total + fit, unbounded_replicas);
   }
   return total;
 }
@@ -140,9 +153,20 @@ template <CapacityView View>
   };
   std::vector<Budget> budgets;
   std::int64_t total = 0;
+  const bool device_less = demand.whole_devices == 0 && !demand.has_share;
   for (DomainId unit : detail::units_of(topology, demand, domain)) {
     std::int64_t fit = detail::device_bound(view, demand, unit);
-    std::vector<Budget*> shared;
+    // A replica without devices occupies the pools it draws from (`footprint_domain`): it can
+    // lie in `unit` only if some pooled dimension it asks for is held inside `unit`. Pools
+    // enclosing the unit merely serve such a replica; they cannot place it there by themselves.
+    if (device_less && demand.pooled.any()) {
+      bool held_inside = false;
+      for (Eigen::Index i = 0; i < demand.pooled.size() && !held_inside; ++i) {
+        held_inside = demand.pooled(i) > 0 &&
+                      detail::pool_root(topology, unit, static_cast<std::size_t>(i)) == unit;
+      }
+      if (!held_inside) continue;
+    }
     for (Eigen::Index i = 0; i < demand.pooled.size() && fit > 0; ++i) {
       if (demand.pooled(i) == 0) continue;
       const auto dim = static_cast<std::size_t>(i);
@@ -283,7 +307,9 @@ template <CapacityView View>
       for (Eigen::Index i = 0; i < demand.share.size(); ++i) {
         const Amount free = view.free(device, static_cast<std::size_t>(i));
         fits = fits && free >= demand.share(i);
-        slack += free - demand.share(i);
+        // Saturate: capacities near the int64 limit must not wrap the tie-break.
+        const Amount spare = free - demand.share(i);
+        slack = sum_overflows(slack, spare) ? std::numeric_limits<Amount>::max() : slack + spare;
       }
       if (fits && slack < best_slack) {
         best = device;

@@ -58,6 +58,41 @@ struct DomainVerdict {
   friend bool operator==(const DomainVerdict&, const DomainVerdict&) = default;
 };
 
+/// Why a searched domain was not solved by the solver's exact method (or not to the end).
+enum class DowngradeReason : std::uint8_t {
+  precondition,        ///< a documented precondition of the exact method failed (knapsack)
+  cell_limit,          ///< the DP table would exceed the solver's cell limit (knapsack)
+  node_limit,          ///< the search-node budget ran out (branch_and_bound)
+  time_limit,          ///< the time limit ran out (branch_and_bound)
+  incomplete_options,  ///< an elastic victim had too many replicas to list every shrink
+};
+
+/// "precondition", "cell_limit", ...
+[[nodiscard]] constexpr std::string_view to_string(DowngradeReason reason) noexcept {
+  switch (reason) {
+    case DowngradeReason::precondition:
+      return "precondition";
+    case DowngradeReason::cell_limit:
+      return "cell_limit";
+    case DowngradeReason::node_limit:
+      return "node_limit";
+    case DowngradeReason::time_limit:
+      return "time_limit";
+    case DowngradeReason::incomplete_options:
+      return "incomplete_options";
+  }
+  return "unknown";
+}
+
+/// One searched domain where the solver fell back to a weaker method or stopped early, so the
+/// plan cannot claim optimality there. Structured, so callers need not parse the explanation.
+struct Downgrade {
+  DomainId domain;         ///< the candidate target domain concerned
+  DowngradeReason reason;  ///< which kind of precondition or limit
+  std::string detail;      ///< which one exactly, e.g. "DP table over 16777216 cells"
+  friend bool operator==(const Downgrade&, const Downgrade&) = default;
+};
+
 /// Work done by a solver.
 struct SolverStatistics {
   std::uint64_t domains_considered = 0;  ///< candidate target domains looked at
@@ -85,6 +120,10 @@ struct PreemptionPlan {
   bool topology_satisfied = true;    ///< false only for topology-blind baselines
   std::vector<DomainVerdict> rejected;  ///< why other domains lost (capped in length)
   std::uint64_t rejected_total = 0;     ///< how many domains lost in all
+  /// Searched domains where the exact method did not apply or stopped early, in search order:
+  /// why a `feasible` plan is not proven. An `optimal` plan may list domains whose bound was
+  /// beaten anyway. Always empty for greedy (it claims nothing) and the baselines.
+  std::vector<Downgrade> downgrades;
   std::string explanation;              ///< readable summary of all of the above
   SolverStatistics statistics;
 
@@ -108,7 +147,7 @@ struct PreemptionPlan {
            a.lower_bound == b.lower_bound && a.gang_level == b.gang_level &&
            a.replica_level == b.replica_level && a.topology_satisfied == b.topology_satisfied &&
            a.rejected == b.rejected && a.rejected_total == b.rejected_total &&
-           a.explanation == b.explanation && sa == sb;
+           a.downgrades == b.downgrades && a.explanation == b.explanation && sa == sb;
   }
 };
 

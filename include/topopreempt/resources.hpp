@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -147,6 +148,24 @@ class ResourceSchema {
     mask(static_cast<Eigen::Index>(i)) = schema.is_device(i) ? 1 : 0;
   }
   return mask;
+}
+
+/// Whether `a + b` leaves the range of `Amount` (signed overflow would be undefined behaviour).
+[[nodiscard]] constexpr bool sum_overflows(Amount a, Amount b) noexcept {
+  return b > 0 ? a > std::numeric_limits<Amount>::max() - b
+               : a < std::numeric_limits<Amount>::min() - b;
+}
+
+/// Adds `amount` to `sum` entry by entry when no entry overflows and returns true; otherwise
+/// returns false and leaves `sum` unchanged. Sizes must agree. Every sum of amounts that come
+/// from outside the library (placements, demands) goes through this.
+[[nodiscard]] inline bool checked_accumulate(ResourceVector& sum,
+                                             const ResourceVector& amount) noexcept {
+  for (Eigen::Index i = 0; i < sum.size(); ++i) {
+    if (sum_overflows(sum(i), amount(i))) return false;
+  }
+  sum += amount;
+  return true;
 }
 
 /// True when every entry of `a` is <= the matching entry of `b` (sizes must agree).

@@ -72,7 +72,9 @@ struct Workload {
   std::int32_t priority = 0;  ///< larger wins; only strictly lower priorities are victims
   bool preemptible = true;
   std::int32_t replicas = 1;
-  std::optional<std::int32_t> min_replicas{};  ///< elastic lower bound; nullopt = not elastic
+  /// Elastic lower bound in [1, replicas]; nullopt = not elastic. Never 0: a workload shrunk
+  /// to no replica would be running with nothing, so losing every replica is an eviction.
+  std::optional<std::int32_t> min_replicas{};
   ReplicaDemand demand{};
   TopologyRequirement replica_scope{};  ///< e.g. guaranteed "numa": each replica in one NUMA node
   TopologyRequirement gang_scope{};     ///< e.g. guaranteed "rack": all replicas in one rack
@@ -89,7 +91,7 @@ struct Workload {
 };
 
 /// Throws `std::invalid_argument` naming the workload and the field if `workload` is not valid
-/// against `topology`: replicas >= 1, 0 <= min_replicas <= replicas, whole_devices >= 0,
+/// against `topology`: replicas >= 1, 1 <= min_replicas <= replicas, whole_devices >= 0,
 /// resources sized to the schema and non-negative, device dimensions zero when whole devices are
 /// asked for, requirement levels that exist, a replica scope no looser than the host level,
 /// and a gang scope no tighter than the replica scope.
@@ -98,9 +100,11 @@ inline void validate(const Workload& workload, const Topology& topology) {
     throw std::invalid_argument(workload.label() + ": " + what);
   };
   if (workload.replicas < 1) fail("replicas must be >= 1, got " + std::to_string(workload.replicas));
+  // A running workload keeps at least one replica: shrinking to none is an eviction, priced
+  // and reported as one, so an elastic floor of 0 is rejected here rather than at shrink time.
   if (workload.min_replicas &&
-      (*workload.min_replicas < 0 || *workload.min_replicas > workload.replicas)) {
-    fail("min_replicas must be in [0, replicas], got " + std::to_string(*workload.min_replicas));
+      (*workload.min_replicas < 1 || *workload.min_replicas > workload.replicas)) {
+    fail("min_replicas must be in [1, replicas], got " + std::to_string(*workload.min_replicas));
   }
   const ReplicaDemand& demand = workload.demand;
   if (demand.whole_devices < 0) {

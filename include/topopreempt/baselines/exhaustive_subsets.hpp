@@ -202,7 +202,9 @@ struct SubsetTier {
   const LevelIndex host = topology.host_level();
   std::vector<LevelIndex> replica_levels;
   if (demand.replica_preferred) {
-    for (int level = *demand.replica_preferred; level >= host; --level) {
+    // unit_level is the loosest level allowed (the host, or a deeper guaranteed gang level).
+    for (int level = *demand.replica_preferred; level >= std::max(host, demand.unit_level);
+         --level) {
       replica_levels.push_back(static_cast<LevelIndex>(level));
     }
   } else {
@@ -705,6 +707,7 @@ class exhaustive_subsets_solver {
     const auto started = std::chrono::steady_clock::now();
     const Topology& topology = state.topology();
     const ResolvedDemand demand = detail::resolve_preemptor(state, preemptor, name);
+    check_price_sum(state, preemptor, cost_model);
     PreemptionPlan plan;
     plan.solver = std::string(name);
     const std::string title = std::string(name) + " (" + std::string(to_string(options_.ranking)) +

@@ -494,6 +494,7 @@ struct kube_default_solver {
     const auto started = std::chrono::steady_clock::now();
     const Topology& topology = state.topology();
     const ResolvedDemand demand = detail::resolve_preemptor(state, preemptor, name);
+    check_price_sum(state, preemptor, cost_model);
     PreemptionPlan plan;
     plan.solver = std::string(name);
     plan.lower_bound = 0.0;

@@ -131,6 +131,7 @@ struct DomainOutcome {
   bool limit_reached = false;
   double lower_bound = 0.0;          ///< proven bound for this domain (== cost when exact)
   std::string note;                  ///< e.g. why an exact method was not applicable
+  std::optional<DowngradeReason> downgrade;  ///< set when not exact for that reason (note: detail)
 };
 
 /// Why a domain lost, kept as numbers and formatted only for the few domains a plan lists.
@@ -148,6 +149,9 @@ struct Rejection {
 struct SearchLimits {
   std::uint64_t max_nodes = 2'000'000;
   std::chrono::nanoseconds time_limit = std::chrono::seconds(10);
+  /// Candidate domains still to be searched in this tier, the current one included (set per
+  /// domain by `solve_with`): the last one may spend every node left.
+  std::size_t domains_left = 1;
 };
 
 /// Cheapest fractional cover of `need` by items (cost per unit, units available): sorts `items`
@@ -258,6 +262,7 @@ class PreemptionContext {
     if (state.contains(preemptor.id)) {
       throw std::invalid_argument(preemptor.label() + " is already running; a preemptor must be pending");
     }
+    check_price_sum(state, preemptor, model);
     build_tiers();
   }
 
@@ -733,7 +738,9 @@ class PreemptionContext {
     const LevelIndex host = topology_.host_level();
     std::vector<std::pair<LevelIndex, int>> replica_levels;
     if (demand_.replica_preferred) {
-      for (int level = *demand_.replica_preferred; level >= host; --level) {
+      // unit_level is the loosest level allowed (the host, or a deeper guaranteed gang level).
+      for (int level = *demand_.replica_preferred; level >= std::max(host, demand_.unit_level);
+           --level) {
         replica_levels.emplace_back(static_cast<LevelIndex>(level), *demand_.replica_preferred - level);
       }
     } else {
@@ -915,6 +922,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
                                                     statistics, {}, 0));
   }
   RejectionLog log;
+  std::vector<Downgrade> downgrades;  // every tier's, in search order
   bool unproven = false;  // an earlier tier ended at a limit without proving it has no plan
   const auto tolerance = [](double cost) {
     return std::isfinite(cost) ? 1e-9 * std::max(1.0, std::abs(cost)) : 0.0;
@@ -977,8 +985,11 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
       }
       (void)context.build_problem(tier, item.target, problem);
       ++statistics.domains_solved;
-      DomainOutcome outcome = search.search(state, problem, best_cost, limits, statistics);
+      SearchLimits domain_limits = limits;
+      domain_limits.domains_left = scanned.size() + 1;
+      DomainOutcome outcome = search.search(state, problem, best_cost, domain_limits, statistics);
       if (outcome.limit_reached) statistics.limit_reached = true;
+      if (outcome.downgrade) downgrades.push_back({item.target, *outcome.downgrade, outcome.note});
       if (!outcome.exact) open_bound = std::min(open_bound, std::max(outcome.lower_bound, item.bound));
       if (outcome.found && outcome.cost < best_cost - tolerance(best_cost)) {
         if (best_problem) {
@@ -999,15 +1010,18 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
       const bool proven = !unproven && (best.exact || best.lower_bound >= best_cost - tolerance(best_cost)) &&
                           open_bound >= best_cost - tolerance(best_cost);
       const double bound = std::min({best.exact ? best_cost : best.lower_bound, open_bound, best_cost});
-      return finish(context.make_plan(solver, *best_problem, best,
-                                      proven ? PlanStatus::optimal : PlanStatus::feasible,
-                                      proven ? best_cost : bound, statistics, log.verdicts(context),
-                                      log.total()));
+      PreemptionPlan plan = context.make_plan(
+          solver, *best_problem, best, proven ? PlanStatus::optimal : PlanStatus::feasible,
+          proven ? best_cost : bound, statistics, log.verdicts(context), log.total());
+      plan.downgrades = std::move(downgrades);
+      return finish(std::move(plan));
     }
     if (statistics.limit_reached) unproven = true;
   }
-  return finish(context.make_plan_without_victims(solver, PlanStatus::infeasible, nullptr, statistics,
-                                                  log.verdicts(context), log.total()));
+  PreemptionPlan plan = context.make_plan_without_victims(
+      solver, PlanStatus::infeasible, nullptr, statistics, log.verdicts(context), log.total());
+  plan.downgrades = std::move(downgrades);
+  return finish(std::move(plan));
 }
 
 }  // namespace topopreempt::detail

@@ -836,7 +836,7 @@ inline void add_parsed(TopologyBuilder& builder, TopologyBuilder::Handle parent,
   }
   if (const json* v = object.optional("min_replicas")) {
     workload.min_replicas = static_cast<std::int32_t>(
-        read_integer(*v, object.at("min_replicas"), 0, workload.replicas));
+        read_integer(*v, object.at("min_replicas"), 1, workload.replicas));
   }
   const ObjectReader demand(object.required("demand"), object.at("demand"),
                             {"whole_devices", "resources"});
@@ -1472,6 +1472,15 @@ namespace detail {
                                        : nlohmann::json(nullptr)},
                         {"reason", verdict.reason}});
   }
+  nlohmann::json downgrades = nlohmann::json::array();
+  for (const Downgrade& downgrade : plan.downgrades) {
+    downgrades.push_back(
+        {{"domain", downgrade.domain.valid() && downgrade.domain.value < topology.size()
+                        ? nlohmann::json(topology.path(downgrade.domain))
+                        : nlohmann::json(nullptr)},
+         {"reason", std::string(to_string(downgrade.reason))},
+         {"detail", downgrade.detail}});
+  }
   const SolverStatistics& s = plan.statistics;
   const bool target = plan.target_domain.valid() && plan.target_domain.value < topology.size();
   return {{"format", std::string(plan_format)},
@@ -1491,6 +1500,7 @@ namespace detail {
           {"gap", finite_or_null(plan.gap())},
           {"rejected", std::move(rejected)},
           {"rejected_total", plan.rejected_total},
+          {"downgrades", std::move(downgrades)},
           {"explanation", plan.explanation},
           {"statistics",
            {{"domains_considered", s.domains_considered},

@@ -39,7 +39,7 @@ class BranchAndBoundSearch {
 
   [[nodiscard]] topopreempt::detail::DomainOutcome search(
       const Allocation& state, const topopreempt::detail::DomainProblem& problem, double incumbent,
-      const topopreempt::detail::SearchLimits& /*limits*/, SolverStatistics& statistics) const {
+      const topopreempt::detail::SearchLimits& limits, SolverStatistics& statistics) const {
     using namespace topopreempt::detail;
     // The per-unit slot bound at the root can close a multi-unit domain (a rack for a gang)
     // that the aggregate bound, computed by the scan, could not.
@@ -67,17 +67,17 @@ class BranchAndBoundSearch {
       best.exact = false;
       best.limit_reached = true;
       best.lower_bound = std::min(root_bound, best.found ? best.cost : incumbent);
-      best.note = "limit reached: greedy plan only";
+      best.downgrade = limit_hit();
+      best.note =
+          std::string(to_string(*best.downgrade)) + " reached before this domain: greedy plan only";
       return best;
     }
     if (slots.decomposable()) {
-      return search_by_units(state, problem, incumbent, statistics, slots, best, root_bound);
+      return search_by_units(state, problem, incumbent, statistics, slots, best, root_bound,
+                             limits.domains_left);
     }
     Run run{*this, state, problem, statistics, slots};
-    // One hard domain must not consume the whole budget: each gets at most a quarter of it.
-    run.node_cap = std::min(limits_.max_nodes,
-                            statistics.nodes_explored +
-                                std::max<std::uint64_t>(limits_.max_nodes / 4, 10'000));
+    run.node_cap = domain_node_cap(statistics, limits.domains_left);
     run.best_cost = best.found ? std::min(best.cost, incumbent) : incumbent;
     run.found = false;
     run.order_victims();
@@ -102,11 +102,15 @@ class BranchAndBoundSearch {
       // The search was exact over the listed options only: fall back to the relaxation bound.
       outcome.note = "an elastic victim has too many replicas to enumerate every shrink";
       outcome.lower_bound = std::min(problem.lower_bound, outcome.found ? outcome.cost : incumbent);
+      outcome.downgrade = DowngradeReason::incomplete_options;
+    }
+    if (run.stopped) {
+      outcome.downgrade = limit_hit();
+      outcome.note = std::string(to_string(*outcome.downgrade)) + " reached in this domain";
     }
     if (!outcome.found && !run.stopped) outcome.note = "proved: nothing here beats the best";
     return outcome;
   }
-
 
  private:
   /// A target of several units (a rack for a gang of node-confined replicas) decomposed by
@@ -118,7 +122,8 @@ class BranchAndBoundSearch {
   [[nodiscard]] topopreempt::detail::DomainOutcome search_by_units(
       const Allocation& state, const topopreempt::detail::DomainProblem& problem, double incumbent,
       SolverStatistics& statistics, topopreempt::detail::UnitSlotBound& slots,
-      topopreempt::detail::DomainOutcome greedy, double root_bound) const {
+      topopreempt::detail::DomainOutcome greedy, double root_bound,
+      std::size_t domains_left) const {
     using namespace topopreempt::detail;
     const std::vector<UnitSet> subsets = slots.ranked_unit_sets(state);
     DomainOutcome outcome;
@@ -143,7 +148,7 @@ class BranchAndBoundSearch {
       if (restricted.victims.empty()) continue;
       UnitSlotBound restricted_slots(state, restricted);
       Run run{*this, state, restricted, statistics, restricted_slots};
-      run.node_cap = std::min(limits_.max_nodes, statistics.nodes_explored + std::max<std::uint64_t>(limits_.max_nodes / 4, 10'000));
+      run.node_cap = domain_node_cap(statistics, domains_left);
       run.best_cost = best_cost;
       run.order_victims();
       run.choice.assign(restricted.victims.size(), -1);
@@ -168,7 +173,32 @@ class BranchAndBoundSearch {
     outcome.lower_bound = outcome.exact ? reached : std::min({reached, std::max(root_bound, std::min(open_bound, reached))});
     if (!complete) outcome.lower_bound = std::min(root_bound, reached);
     if (!outcome.found && outcome.exact) outcome.note = "proved by unit subsets: nothing here beats the best";
+    if (!complete) {
+      outcome.downgrade = DowngradeReason::incomplete_options;
+      outcome.note = "an elastic victim has too many replicas to enumerate every shrink";
+    }
+    if (stopped) {
+      outcome.downgrade = limit_hit();
+      outcome.note = std::string(to_string(*outcome.downgrade)) + " reached in this domain";
+    }
     return outcome;
+  }
+
+  /// Node budget of one domain: a quarter of `max_nodes` (at least 10,000) so that one hard
+  /// domain cannot starve the others, except that the last domain left to search may spend
+  /// everything still unspent; a problem with one candidate domain thus gets all of it.
+  [[nodiscard]] std::uint64_t domain_node_cap(const SolverStatistics& statistics,
+                                              std::size_t domains_left) const noexcept {
+    if (domains_left <= 1) return limits_.max_nodes;
+    return std::min(limits_.max_nodes, statistics.nodes_explored +
+                                           std::max<std::uint64_t>(limits_.max_nodes / 4, 10'000));
+  }
+
+  /// Which limit stopped the search: the clock if it ran out, else the node budget.
+  [[nodiscard]] DowngradeReason limit_hit() const {
+    return topopreempt::detail::Clock::now() - start_ > limits_.time_limit
+               ? DowngradeReason::time_limit
+               : DowngradeReason::node_limit;
   }
 
   struct Run {

@@ -67,7 +67,8 @@ struct GreedySearch {
     return best;
   }
 
-  /// Evict-then-spare greedy over all of `problem`'s victims.
+  /// Greedy over all of `problem`'s victims: take actions by cost per useful freed resource
+  /// until the preemptor fits, then undo or cheapen the ones no longer needed.
   [[nodiscard]] topopreempt::detail::DomainOutcome search_once(
       const Allocation& state, const topopreempt::detail::DomainProblem& problem,
       SolverStatistics& statistics) const {
@@ -77,54 +78,87 @@ struct GreedySearch {
     outcome.choice.assign(problem.victims.size(), -1);
     std::vector<double> deficit;
     std::vector<std::size_t> picked;  // in pick order
-    // Phase 1: evict whole victims (the largest gain each) until the preemptor fits. Evicting
-    // never frees less than shrinking, so this finds a plan whenever one exists.
+    // Cost per unit of still-missing resource freed by moving victim v from option `from`
+    // (-1: spared) to option `to`, normalised per dimension so GPUs and MiB compare. Actions
+    // freeing nothing binding may still complete a shared device or a pool: ranked last, by cost.
+    const auto score = [&](std::size_t v, std::int32_t from, std::size_t to) {
+      const auto& options = problem.victims[v].options;
+      const VictimOption* current = from >= 0 ? &options[static_cast<std::size_t>(from)] : nullptr;
+      double useful = 0.0;
+      for (std::size_t k = 0; k < deficit.size(); ++k) {
+        if (deficit[k] <= 0.0) continue;
+        const double gain = options[to].gain[k] - (current ? current->gain[k] : 0.0);
+        if (gain > 0.0) useful += std::min(gain, deficit[k]) / deficit[k];
+      }
+      const double cost = std::max(0.0, options[to].cost - (current ? current->cost : 0.0));
+      return useful > 0.0 ? cost / useful : 1e300 + cost;
+    };
+    // Whether option `to` of victim v frees everything option `from` does (eviction frees all;
+    // a shrink frees its dropped replicas): the moves phase 1 may make on a shrunk victim.
+    const auto extends = [&](std::size_t v, std::size_t from, std::size_t to) {
+      const auto& options = problem.victims[v].options;
+      if (to == 0) return true;
+      const auto& wider = options[to].dropped;
+      return wider.size() > options[from].dropped.size() &&
+             std::all_of(options[from].dropped.begin(), options[from].dropped.end(),
+                         [&](std::int32_t r) {
+                           return std::find(wider.begin(), wider.end(), r) != wider.end();
+                         });
+    };
+    // Phase 1: every action competes from the first step — evicting a victim, shrinking it
+    // (a cheap shrink of a big elastic gang often beats evicting a small job), or widening an
+    // earlier shrink (more replicas, or an eviction) — until the preemptor fits. Evictions stay
+    // available to the end, so this finds a plan whenever one exists.
     while (!oracle.feasible()) {
       ++statistics.nodes_explored;
       oracle.deficit(deficit);
-      // Score: cost per unit of still-missing resource freed, normalised per dimension so
-      // GPUs and MiB compare.
       std::size_t best_victim = problem.victims.size();
+      std::size_t best_option = 0;
       double best_score = std::numeric_limits<double>::infinity();
       for (std::size_t v = 0; v < problem.victims.size(); ++v) {
-        if (outcome.choice[v] >= 0) continue;
-        const auto& evict = problem.victims[v].options.front();
-        double useful = 0.0;
-        for (std::size_t k = 0; k < deficit.size(); ++k) {
-          if (deficit[k] > 0.0) useful += std::min(evict.gain[k], deficit[k]) / deficit[k];
-        }
-        // Victims freeing nothing binding may still complete a shared device or a pool:
-        // rank them last, by cost.
-        const double score = useful > 0.0 ? evict.cost / useful : 1e300 + evict.cost;
-        if (score < best_score) {
-          best_score = score;
-          best_victim = v;
+        const std::int32_t current = outcome.choice[v];
+        if (current == 0) continue;  // evicted: nothing more to free
+        for (std::size_t o = 0; o < problem.victims[v].options.size(); ++o) {
+          if (current >= 0 && !extends(v, static_cast<std::size_t>(current), o)) continue;
+          const double value = score(v, current, o);
+          if (value < best_score) {
+            best_score = value;
+            best_victim = v;
+            best_option = o;
+          }
         }
       }
       if (best_victim == problem.victims.size()) {
         outcome.note = "greedy ran out of victims";
         return outcome;
       }
-      oracle.apply(best_victim, 0, +1);
-      outcome.choice[best_victim] = 0;
-      picked.push_back(best_victim);
+      if (outcome.choice[best_victim] >= 0) {
+        oracle.apply(best_victim, static_cast<std::size_t>(outcome.choice[best_victim]), -1);
+      } else {
+        picked.push_back(best_victim);
+      }
+      oracle.apply(best_victim, best_option, +1);
+      outcome.choice[best_victim] = static_cast<std::int32_t>(best_option);
     }
     // Phase 2, most expensive first: spare each victim the preemptor no longer needs, or else
-    // replace its eviction by the cheapest shrink that still lets the preemptor fit.
-    std::stable_sort(picked.begin(), picked.end(), [&](std::size_t a, std::size_t b) {
-      return problem.victims[a].options.front().cost > problem.victims[b].options.front().cost;
-    });
+    // replace its action by the cheapest one (eviction or shrink) that still lets it fit.
+    const auto chosen_cost = [&](std::size_t v) {
+      return problem.victims[v].options[static_cast<std::size_t>(outcome.choice[v])].cost;
+    };
+    std::stable_sort(picked.begin(), picked.end(),
+                     [&](std::size_t a, std::size_t b) { return chosen_cost(a) > chosen_cost(b); });
     for (std::size_t v : picked) {
       const auto& options = problem.victims[v].options;
-      oracle.apply(v, 0, -1);
+      const auto current = static_cast<std::size_t>(outcome.choice[v]);
+      oracle.apply(v, current, -1);
       ++statistics.nodes_explored;
       if (oracle.feasible()) {
         outcome.choice[v] = -1;
         continue;
       }
-      std::size_t cheapest = 0;
-      for (std::size_t o = 1; o < options.size(); ++o) {
-        if (options[o].cost >= options[cheapest].cost) continue;
+      std::size_t cheapest = current;
+      for (std::size_t o = 0; o < options.size(); ++o) {
+        if (o == current || options[o].cost >= options[cheapest].cost) continue;
         oracle.apply(v, o, +1);
         ++statistics.nodes_explored;
         if (oracle.feasible()) cheapest = o;

@@ -68,6 +68,7 @@ struct KnapsackSearch {
       const topopreempt::detail::SearchLimits& limits, SolverStatistics& statistics) const {
     using namespace topopreempt::detail;
     std::string failure = knapsack_precondition_failure(state, problem);
+    DowngradeReason reason = DowngradeReason::precondition;
     if (failure.empty()) {
       std::vector<std::size_t> binding;
       for (std::size_t k = 0; k < problem.need.size(); ++k) {
@@ -116,12 +117,14 @@ struct KnapsackSearch {
         return outcome;
       } else {
         failure = "DP table over " + std::to_string(max_cells) + " cells";
+        reason = DowngradeReason::cell_limit;
       }
     }
     DomainOutcome outcome = GreedySearch{}.search(state, problem, incumbent, limits, statistics);
     outcome.exact = false;
     outcome.lower_bound = problem.lower_bound;
     outcome.note = "greedy fallback: " + failure;
+    outcome.downgrade = reason;
     return outcome;
   }
 };
