@@ -138,6 +138,10 @@ TEST_SUITE("snapshot") {
         {"duplicate-id.json", "$.workloads[1].id", "already used at $.workloads[0].id"},
         {"duplicate-key.json", "$.preemptor.priority", "duplicate key"},
         {"unknown-shape.json", "$.topology.cluster_of.shape", "did you mean 'hgx_h100'"},
+        {"number-overflow.json", "$.preemptor.priority", "number overflow parsing '1e388'"},
+        {"trailing-slash.json", "$.workloads[0].placement[0][0].domain", "trailing '/'"},
+        {"capacity-overflow.json", "$.topology.openb.nodes[4]", "total capacity in 'cpu_milli'"},
+        {"too-many-domains.json", "$.topology.root.children[0].count", "10000000 domains"},
     };
     std::size_t files = 0;
     for (const auto& entry : std::filesystem::directory_iterator(snapshots_dir() / "invalid")) {

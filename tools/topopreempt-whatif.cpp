@@ -55,7 +55,9 @@ options:
                       same model, else the model's defaults.
   --format FORMAT     text (default) | json | both (the JSON document, then the text).
   --time-limit-ms N   wall-clock limit for solvers that support limits (branch_and_bound,
-                      exhaustive_subsets); a limited plan is "feasible" with its gap.
+                      exhaustive_subsets); a limited plan is "feasible" with its gap. It bounds
+                      the whole solve (scan and search), not loading the snapshot. At most
+                      1099511627776 (2^40 ms); larger values are an error.
   --help              this text.
 
 exit codes: 0 a plan exists or no preemption is needed; 1 infeasible; 2 usage or snapshot error
@@ -122,8 +124,11 @@ Options parse_arguments(int argc, char** argv) {
       const std::string text = value();
       std::int64_t limit = -1;
       const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), limit);
-      if (error != std::errc() || end != text.data() + text.size() || limit < 0) {
-        throw UsageError{"--time-limit-ms needs a non-negative integer, got '" + text + "'"};
+      if (error != std::errc() || end != text.data() + text.size() || limit < 0 ||
+          limit > io::max_time_limit_ms) {
+        throw UsageError{"--time-limit-ms needs an integer in [0, " +
+                         std::to_string(io::max_time_limit_ms) + "] (about 34.8 years), got '" +
+                         text + "'"};
       }
       options.time_limit_ms = limit;
     } else if (argument.rfind("--", 0) == 0 || (argument.size() > 1 && argument[0] == '-')) {

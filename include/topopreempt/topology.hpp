@@ -8,6 +8,7 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -119,8 +121,10 @@ class Topology {
   [[nodiscard]] std::string describe(DomainId d) const {
     return levels_[level(d)] + " " + (d == root() ? std::string(local_name(d)) : path(d));
   }
-  /// Looks a domain up by the path `path()` prints; nullopt when there is none.
+  /// Looks a domain up by the path `path()` prints; nullopt when there is none (including a
+  /// path with an empty part: a leading, trailing or doubled '/').
   [[nodiscard]] std::optional<DomainId> find(std::string_view path_text) const {
+    if (!path_text.empty() && (path_text.front() == '/' || path_text.back() == '/')) return std::nullopt;
     DomainId at = root();
     while (!path_text.empty()) {
       const std::size_t slash = path_text.find('/');
@@ -343,8 +347,10 @@ class TopologyBuilder {
     if (name.empty() || name.find('/') != std::string::npos) {
       throw std::invalid_argument("domain name " + label + " must be non-empty and contain no '/'");
     }
-    for (std::uint32_t sibling : parent_domain.children) {
-      if (nodes_[sibling].name == name) {
+    // Hashed by (parent, name): adding n siblings costs O(n), not O(n^2) name comparisons.
+    const std::size_t key = sibling_key(parent.index, name);
+    for (auto [it, last] = siblings_.equal_range(key); it != last; ++it) {
+      if (nodes_[it->second].parent == parent.index && nodes_[it->second].name == name) {
         throw std::invalid_argument("domain " + label + " already exists under '" +
                                     parent_domain.name + "'");
       }
@@ -356,7 +362,18 @@ class TopologyBuilder {
     }
     const auto index = static_cast<std::uint32_t>(nodes_.size());
     nodes_.push_back(PendingDomain{std::move(name), level_index, parent.index, std::move(capacity), {}});
-    nodes_[parent.index].children.push_back(index);
+    try {  // strong guarantee: a failed insertion leaves no trace
+      nodes_[parent.index].children.push_back(index);
+      try {
+        siblings_.emplace(key, index);
+      } catch (...) {
+        nodes_[parent.index].children.pop_back();
+        throw;
+      }
+    } catch (...) {
+      nodes_.pop_back();
+      throw;
+    }
     return Handle{index};
   }
 
@@ -373,15 +390,29 @@ class TopologyBuilder {
       throw std::invalid_argument("affinity matrix must be attached to a domain of host level '" +
                                   levels_[host_level_] + "'");
     }
-    // Identical matrices are shared, so 10,000 identical nodes store one 8x8 matrix.
-    std::uint32_t matrix_index = 0;
-    while (matrix_index < matrices_.size() &&
-           !(matrices_[matrix_index].rows() == matrix.rows() &&
-             matrices_[matrix_index].cols() == matrix.cols() && matrices_[matrix_index] == matrix)) {
-      ++matrix_index;
+    // Identical matrices are shared, so 10,000 identical nodes store one 8x8 matrix; found by
+    // a hash of the entries, so many distinct matrices cost O(n) comparisons, not O(n^2).
+    const std::size_t key = matrix_key(matrix);
+    std::optional<std::uint32_t> matrix_index;
+    for (auto [it, last] = matrix_by_key_.equal_range(key); it != last; ++it) {
+      const Eigen::MatrixXd& known = matrices_[it->second];
+      if (known.rows() == matrix.rows() && known.cols() == matrix.cols() && known == matrix) {
+        matrix_index = it->second;
+        break;
+      }
     }
-    if (matrix_index == matrices_.size()) matrices_.push_back(std::move(matrix));
-    affinity_.emplace_back(host.index, matrix_index);
+    affinity_.reserve(affinity_.size() + 1);  // the only later step that can throw is below
+    if (!matrix_index) {
+      matrix_index = static_cast<std::uint32_t>(matrices_.size());
+      matrices_.push_back(std::move(matrix));
+      try {
+        matrix_by_key_.emplace(key, *matrix_index);
+      } catch (...) {
+        matrices_.pop_back();
+        throw;
+      }
+    }
+    affinity_.emplace_back(host.index, *matrix_index);
   }
 
   /// Number of domains added so far (including the root).
@@ -471,6 +502,8 @@ class TopologyBuilder {
       topology.affinity_matrices_ = matrices_;
     }
     nodes_.clear();
+    siblings_.clear();
+    matrix_by_key_.clear();
     return topology;
   }
 
@@ -483,6 +516,18 @@ class TopologyBuilder {
     ResourceVector local_capacity;
     std::vector<std::uint32_t> children;
   };
+
+  [[nodiscard]] static std::size_t sibling_key(std::uint32_t parent, std::string_view name) noexcept {
+    return std::hash<std::string_view>{}(name) ^ (std::size_t{parent} * 0x9e3779b97f4a7c15ULL);
+  }
+  [[nodiscard]] static std::size_t matrix_key(const Eigen::MatrixXd& matrix) noexcept {
+    std::size_t key = static_cast<std::size_t>(matrix.rows()) * 0x9e3779b97f4a7c15ULL;
+    for (Eigen::Index i = 0; i < matrix.size(); ++i) {
+      const double value = matrix.data()[i] == 0.0 ? 0.0 : matrix.data()[i];  // -0.0 == 0.0
+      key = (key ^ std::hash<double>{}(value)) * 0x100000001b3ULL;
+    }
+    return key;
+  }
 
   [[nodiscard]] LevelIndex level_of(std::string_view name) const {
     for (std::size_t i = 0; i < levels_.size(); ++i) {
@@ -521,6 +566,8 @@ class TopologyBuilder {
   std::vector<PendingDomain> nodes_;
   std::vector<Eigen::MatrixXd> matrices_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> affinity_;
+  std::unordered_multimap<std::size_t, std::uint32_t> siblings_;       // (parent, name) -> node
+  std::unordered_multimap<std::size_t, std::uint32_t> matrix_by_key_;  // entries -> matrix
 };
 
 }  // namespace topopreempt

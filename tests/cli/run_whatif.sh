@@ -44,6 +44,10 @@ check 2 "no arguments" -- "$tool"
 check 2 "unknown option" -- "$tool" --bogus "$dir/paper-server.json"
 check 2 "unknown solver" -- "$tool" --solver simplex "$dir/paper-server.json"
 check 2 "missing file" -- "$tool" "$dir/does-not-exist.json"
+# A limit past 2^40 ms used to overflow std::chrono::nanoseconds (undefined behaviour).
+check 2 "--time-limit-ms beyond 2^40" -- \
+  "$tool" --time-limit-ms 9300000000000 "$dir/paper-server.json"
+check 0 "--time-limit-ms 2^40" -- "$tool" --time-limit-ms 1099511627776 "$dir/paper-server.json"
 
 found=0
 for snapshot in "$dir"/*.json; do

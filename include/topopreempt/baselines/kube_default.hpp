@@ -273,6 +273,25 @@ class KubeDefaultRun {
         return true;
       }
     }
+    // Kubernetes' filter (NodeResourcesFit) is topology-blind: a pod that fits some node by
+    // node-level aggregates is bound there and nothing is preempted, even if no placement on
+    // that node honours its scopes (the kubelet's topology manager decides only after binding).
+    if (const std::optional<DomainId> node = first_blind_fit()) {
+      const PlacementSearchResult on_node = find_placement(overlay_, single_, *node);
+      const PlacementSearchResult& chosen =
+          on_node.found ? on_node : find_placement(overlay_, relaxed_, *node);
+      if (!chosen.found) {
+        throw std::logic_error("kube_default: aggregate fit on " + topology_.describe(*node) +
+                               " but no relaxed placement (internal inconsistency)");
+      }
+      place(chosen.placement.replicas.front(), *node, !on_node.found);
+      round_notes.push_back(
+          who + ": bound to " + topology_.path(*node) +
+          " without preemption: it fits there by node-level aggregate" +
+          (on_node.found ? "" : ", but no placement there honours its guaranteed replica scope "
+                                "(a wasted placement)"));
+      return true;
+    }
     candidate_count_ = 0;
     std::size_t rejected_here = 0;
     const auto hosts = topology_.domains_at(topology_.host_level());
@@ -331,6 +350,16 @@ class KubeDefaultRun {
                           "there honours its guaranteed replica scope, so it is placed with "
                           "scopes relaxed (wasted preemption)");
     return true;
+  }
+
+  /// The first node (in domain order) where the pod fits by the topology-blind aggregate check
+  /// as the overlay stands. Upstream scores the fitting nodes; we take the first (documented).
+  [[nodiscard]] std::optional<DomainId> first_blind_fit() {
+    for (DomainId host : topology_.domains_at(topology_.host_level())) {
+      ledger_.reset(overlay_, host);
+      if (ledger_.fits(single_)) return host;
+    }
+    return std::nullopt;
   }
 
   /// `SelectVictimsOnNode`: remove every lower-priority pod, check the fit, reprieve in
@@ -458,8 +487,12 @@ class KubeDefaultRun {
 ///
 /// For each replica of the preemptor in turn (the default scheduler knows no gangs: a
 /// multi-replica preemptor is scheduled pod by pod, and victims accumulate across nodes):
-/// 1. the scheduler's own filter runs first, topology-aware (`find_placement` honouring the
-///    replica scope); if it places the pod, no preemption happens for it;
+/// 1. the scheduler's own filter runs first and is topology-blind (node-level aggregates, as
+///    below, with nothing removed): if the pod fits some node, it is bound there and nothing is
+///    preempted for it, placed honouring its scopes when that node allows it, else with scopes
+///    relaxed (`topology_satisfied = false`: a wasted placement, not `infeasible`). Where a
+///    placement honouring the scopes exists anywhere, that one is taken (generous to the
+///    baseline: upstream's scoring could pick a worse fitting node);
 /// 2. otherwise, on every node (`SelectVictimsOnNode`): remove every lower-priority pod
 ///    (preemptible, priority < the preemptor's; a gang replica on the node is one pod), check a
 ///    node-level aggregate fit that is topology-blind (idle devices on the node >= whole devices,
@@ -477,8 +510,11 @@ class KubeDefaultRun {
 ///    wasted preemption the baseline exists to show. A broken guaranteed gang scope (replicas
 ///    placed pod by pod) is reported the same way.
 ///
+/// Where it knowingly differs from upstream: docs/baselines.md.
+///
 /// Status: `no_preemption_needed` when the preemptor (or each of its pods) fits as the cluster
-/// stands, `feasible` with victims (no optimality claim; `lower_bound` = 0), `infeasible` when
+/// stands honouring its scopes; `feasible` when pods were bound with broken scopes (possibly
+/// with no victims) or with victims (no optimality claim; `lower_bound` = 0), `infeasible` when
 /// some replica has no candidate node. Cost = sum of `cost_model.evict` over the victims; elastic
 /// victims are always evicted whole. Thread-safety: `solve` is const and reads `state` only.
 struct kube_default_solver {

@@ -145,13 +145,50 @@ struct Rejection {
   std::string note;
 };
 
-/// Limits shared by solvers that honour them.
+/// Limits shared by solvers that honour them. `time_limit` bounds the whole `solve` from its
+/// first instruction: the scan of every candidate domain as well as the search (solvers without
+/// a setter run with the default 10 s). Reaching it ends the solve with the best plan so far
+/// (`feasible`), or `infeasible` with `statistics.limit_reached` and an explanation saying that
+/// infeasibility is not proven. Loading a snapshot is not part of `solve`.
 struct SearchLimits {
   std::uint64_t max_nodes = 2'000'000;
   std::chrono::nanoseconds time_limit = std::chrono::seconds(10);
   /// Candidate domains still to be searched in this tier, the current one included (set per
   /// domain by `solve_with`): the last one may spend every node left.
   std::size_t domains_left = 1;
+};
+
+/// `start + limit`, saturated at the clock's last time point (a limit of years must not wrap).
+[[nodiscard]] inline Clock::time_point deadline_after(Clock::time_point start,
+                                                      std::chrono::nanoseconds limit) noexcept {
+  if (limit <= std::chrono::nanoseconds::zero()) return start;
+  const auto room = Clock::time_point::max() - start;
+  return limit >= room ? Clock::time_point::max()
+                       : start + std::chrono::duration_cast<Clock::duration>(limit);
+}
+
+/// Reads the clock every 64th call only (a read costs ~20 ns; a scanned domain ~100 ns), and
+/// stays expired once the deadline has passed.
+class DeadlineWatch {
+ public:
+  explicit DeadlineWatch(Clock::time_point deadline) noexcept : deadline_(deadline) {}
+  /// Whether the deadline has passed (checked now, not amortised).
+  [[nodiscard]] bool expired_now() noexcept {
+    if (!expired_) expired_ = Clock::now() >= deadline_;
+    return expired_;
+  }
+  /// Whether the deadline has passed, checking the clock every 64th call.
+  [[nodiscard]] bool expired() noexcept {
+    if (expired_) return true;
+    return (++calls_ & 63U) == 0 && expired_now();
+  }
+  /// Whether an earlier check found the deadline passed.
+  [[nodiscard]] bool has_expired() const noexcept { return expired_; }
+
+ private:
+  Clock::time_point deadline_;
+  std::uint64_t calls_ = 0;
+  bool expired_ = false;
 };
 
 /// Cheapest fractional cover of `need` by items (cost per unit, units available): sorts `items`
@@ -805,6 +842,9 @@ class PreemptionContext {
     text += "preemptor: " + describe_preemptor() + "\n";
     if (plan.status == PlanStatus::no_preemption_needed) {
       text += "fits without preemption in " + topology_.describe(plan.target_domain) + "\n";
+    } else if (plan.status == PlanStatus::infeasible && plan.statistics.limit_reached) {
+      text += "no plan was found before a limit (time or search nodes) was reached: "
+              "infeasibility is NOT proven\n";
     } else if (plan.status == PlanStatus::infeasible) {
       text += "no placement exists even after evicting every eligible victim\n";
     } else {
@@ -910,6 +950,7 @@ template <CostModel Model, DomainSearch Search>
 PreemptionPlan solve_with(std::string_view solver, const Allocation& state, const Workload& preemptor,
                           const Model& model, const Search& search, SearchLimits limits) {
   const auto start = Clock::now();
+  DeadlineWatch deadline(deadline_after(start, limits.time_limit));
   PreemptionContext<Model> context(state, preemptor, model);
   SolverStatistics statistics;
   const auto finish = [&](PreemptionPlan plan) {
@@ -937,6 +978,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
     ScanWorkspace workspace;
     std::vector<DomainId> batch;
     const auto keep = [&](DomainId target) {
+      if (deadline.expired()) return false;  // the rest stays unscanned: nothing is proven
       ++statistics.domains_considered;
       if (auto shortfall = context.too_small(tier, target)) {
         ++statistics.domains_pruned;
@@ -962,6 +1004,12 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
     const auto later = [](const Scanned& a, const Scanned& b) {
       return a.bound > b.bound || (a.bound == b.bound && a.target > b.target);
     };
+    bool cut_short = false;  // the deadline left domains of this tier unscanned or unsearched
+    std::size_t searched_here = 0;
+    if (deadline.has_expired()) {
+      cut_short = true;
+      statistics.limit_reached = true;
+    }
     std::make_heap(scanned.begin(), scanned.end(), later);
     double best_cost = std::numeric_limits<double>::infinity();
     std::optional<DomainProblem> best_problem;
@@ -983,8 +1031,17 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
         log.count_unlisted(scanned.size());
         break;
       }
+      // Past the deadline, one domain is still searched when none was: the most promising
+      // one, at the price of one bounded search, so a tight limit still yields a plan.
+      if (searched_here > 0 && deadline.expired_now()) {
+        cut_short = true;
+        statistics.limit_reached = true;
+        open_bound = std::min(open_bound, item.bound);  // the heap's least bound: still open
+        break;
+      }
       (void)context.build_problem(tier, item.target, problem);
       ++statistics.domains_solved;
+      ++searched_here;
       SearchLimits domain_limits = limits;
       domain_limits.domains_left = scanned.size() + 1;
       DomainOutcome outcome = search.search(state, problem, best_cost, domain_limits, statistics);
@@ -1007,7 +1064,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
     if (best_problem) {
       // Proven when nothing left open (other domains' bounds, and this domain's own bound for
       // an inexact search) could undercut the winner.
-      const bool proven = !unproven && (best.exact || best.lower_bound >= best_cost - tolerance(best_cost)) &&
+      const bool proven = !unproven && !cut_short && (best.exact || best.lower_bound >= best_cost - tolerance(best_cost)) &&
                           open_bound >= best_cost - tolerance(best_cost);
       const double bound = std::min({best.exact ? best_cost : best.lower_bound, open_bound, best_cost});
       PreemptionPlan plan = context.make_plan(

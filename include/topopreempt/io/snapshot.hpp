@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -29,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -138,14 +140,30 @@ struct Snapshot {
   std::optional<SolverSpec> solver;          ///< the file's choice, if any
 };
 
-namespace detail {
+// Loader limits (docs/snapshot-format.md, "Limits"). Each holds by construction: it is checked
+// from sizes known before the memory it bounds is allocated.
 
-using nlohmann::json;
-
-/// Upper bound on domains a snapshot may create, so a typo in a count cannot exhaust memory.
+/// Upper bound on the size of snapshot text (`load_snapshot_text`, `load_snapshot_file`).
+inline constexpr std::size_t max_snapshot_bytes = std::size_t{64} << 20;
+/// Upper bound on nested arrays and objects in snapshot text.
+inline constexpr std::size_t max_snapshot_depth = 256;
+/// Upper bound on domains a snapshot may create (exact in every topology form, checked before
+/// anything is built), so a typo in a count cannot exhaust memory.
 inline constexpr std::size_t max_snapshot_domains = 10'000'000;
 /// Upper bound on `count` in a domain and on replicas of a workload.
 inline constexpr std::int64_t max_repeat = 1'000'000;
+/// Upper bound on the devices of a host that carries an affinity matrix (4096 x 4096 doubles
+/// are 128 MiB).
+inline constexpr std::uint64_t max_affinity_devices = 4096;
+/// Upper bound on topology levels (the builder's own limit).
+inline constexpr std::size_t max_levels = 64;
+/// Upper bound on a solver time limit in milliseconds (2^40 ms, about 34.8 years): larger
+/// values are errors, never clamped, and stay far from overflowing `std::chrono::nanoseconds`.
+inline constexpr std::int64_t max_time_limit_ms = std::int64_t{1} << 40;
+
+namespace detail {
+
+using nlohmann::json;
 
 [[noreturn]] inline void fail(const std::string& path, std::string message) {
   throw SnapshotError(path, std::move(message));
@@ -370,34 +388,77 @@ struct DomainContext {
   ResourceSchema schema;
   LevelIndex device_level = 0;
   LevelIndex host_level = 0;
-  std::size_t domains = 0;  ///< created so far (after expanding counts)
+  /// In a `cluster_of` shape only the shape's root may carry an affinity matrix.
+  bool affinity_on_root_only = false;
 };
 
-/// One parsed domain (counts already expanded) with its optional device-affinity matrix.
+/// One parsed domain object. Counts are NOT expanded: a `count` of 1,000 is one object here
+/// and becomes 1,000 domains only in the builder, so memory while parsing is proportional to
+/// the document, and every limit is checked from the exact sizes below before anything is
+/// materialised.
 struct ParsedDomain {
   LevelIndex level = 0;
   std::string name;
+  std::uint32_t json_index = 0;       ///< position in the parent's "children" array (for paths)
+  std::optional<std::int64_t> count;  ///< copies named name0, name1, ...; absent: one named name
   ResourceVector capacity;
   std::vector<ParsedDomain> children;
-  std::optional<Eigen::MatrixXd> affinity;
-  std::string affinity_path;
-  std::size_t devices = 0;  ///< device leaves in the subtree
+  std::optional<Eigen::MatrixXd> affinity;  ///< one matrix for every copy
+  std::uint64_t domains = 1;  ///< domains in the subtree of ONE copy, this one included
+  std::uint64_t devices = 0;  ///< device leaves in the subtree of ONE copy
+  ResourceVector total;       ///< capacity of the subtree of ONE copy (checked for overflow)
+  [[nodiscard]] std::uint64_t copies() const noexcept {
+    return count ? static_cast<std::uint64_t>(*count) : 1;
+  }
 };
 
+/// `a * b`, or nullopt past `limit` (the operands are at most `limit`, so nothing wraps).
+[[nodiscard]] inline std::optional<std::uint64_t> product_within(std::uint64_t a, std::uint64_t b,
+                                                                 std::uint64_t limit) {
+  if (a != 0 && b > limit / a) return std::nullopt;
+  return a * b;
+}
+
+/// "more than 10000000 domains" with where they come from.
+[[nodiscard]] inline std::string too_many_domains() {
+  return "the topology would have more than " + std::to_string(max_snapshot_domains) +
+         " domains (the limit of a snapshot)";
+}
+
+/// Adds `copies` x `amount` into `total`; an error at `path` naming the dimension on overflow.
+inline void add_capacity(ResourceVector& total, const ResourceVector& amount, std::uint64_t copies,
+                         const ResourceSchema& schema, const std::string& path) {
+  for (std::size_t i = 0; i < schema.size(); ++i) {
+    const auto dim = static_cast<Eigen::Index>(i);
+    Amount scaled = 0;
+    if (__builtin_mul_overflow(amount(dim), copies, &scaled) ||
+        __builtin_add_overflow(total(dim), scaled, &total(dim))) {
+      fail(path, "the total capacity in '" + schema[i].name + "' exceeds " +
+                     std::to_string(std::numeric_limits<Amount>::max()));
+    }
+  }
+}
+
 [[nodiscard]] inline Eigen::MatrixXd read_affinity(const json& value, const std::string& path,
-                                                   std::size_t devices) {
+                                                   std::uint64_t devices) {
+  if (devices > max_affinity_devices) {
+    fail(path, "the host has " + std::to_string(devices) + " devices; affinity matrices are " +
+                   "limited to " + std::to_string(max_affinity_devices) + " devices");
+  }
   const auto n = static_cast<Eigen::Index>(devices);
   if (!value.is_array() || value.size() != devices) {
     fail(path, "must be a " + std::to_string(devices) + "x" + std::to_string(devices) +
                    " matrix (one row per device of the host, in document order)");
   }
+  for (std::size_t r = 0; r < devices; ++r) {  // shape first: nothing is allocated for a bad one
+    if (!value[r].is_array() || value[r].size() != devices) {
+      fail(index_path(path, r), "must be an array of " + std::to_string(devices) + " numbers");
+    }
+  }
   Eigen::MatrixXd matrix(n, n);
   for (Eigen::Index r = 0; r < n; ++r) {
     const json& row = value[static_cast<std::size_t>(r)];
     const std::string row_path = index_path(path, static_cast<std::size_t>(r));
-    if (!row.is_array() || row.size() != devices) {
-      fail(row_path, "must be an array of " + std::to_string(devices) + " numbers");
-    }
     for (Eigen::Index c = 0; c < n; ++c) {
       matrix(r, c) = read_number(row[static_cast<std::size_t>(c)],
                                  index_path(row_path, static_cast<std::size_t>(c)));
@@ -415,11 +476,13 @@ struct ParsedDomain {
   return matrix;
 }
 
-/// Parses a domain and its subtree; returns `count` copies (names suffixed 0, 1, ...) or one.
-/// `parent_level` is nullopt for the root, which may omit its level and name.
-[[nodiscard]] inline std::vector<ParsedDomain> parse_domain(
-    const json& value, const std::string& path, DomainContext& context,
-    std::optional<LevelIndex> parent_level) {
+/// Parses a domain object and its subtree (counts kept, not expanded). Every size (domains,
+/// devices, capacity totals) is computed exactly from the counts and checked here, at the
+/// domain whose subtree first exceeds a limit. `parent_level` is nullopt for the root, which
+/// may omit its level and name.
+[[nodiscard]] inline ParsedDomain parse_domain(const json& value, const std::string& path,
+                                               const DomainContext& context,
+                                               std::optional<LevelIndex> parent_level) {
   const bool is_root = !parent_level;
   std::vector<std::string_view> keys{"level", "name", "capacity", "children", "affinity"};
   if (!is_root) keys.emplace_back("count");  // a root is one domain
@@ -452,6 +515,9 @@ struct ParsedDomain {
       fail(object.at("name"), "a domain name must be non-empty and contain no '/'");
     }
   }
+  if (const json* repeat = object.optional("count")) {
+    domain.count = read_integer(*repeat, object.at("count"), 1, max_repeat);
+  }
   const bool device = domain.level == context.device_level;
   domain.capacity = context.schema.zeros();
   if (const json* capacity = object.optional("capacity")) {
@@ -468,73 +534,106 @@ struct ParsedDomain {
       }
     }
   }
+  domain.total = domain.capacity;
   if (const json* children = object.optional("children")) {
     const std::string children_path = object.at("children");
     if (!children->is_array()) fail(children_path, "must be an array of domains");
     if (device && !children->empty())
       fail(children_path, "devices are leaves and have no children");
-    std::set<std::string> names;
+    domain.children.reserve(children->size());
     for (std::size_t i = 0; i < children->size(); ++i) {
       const std::string child_path = index_path(children_path, i);
-      for (ParsedDomain& child : parse_domain((*children)[i], child_path, context, domain.level)) {
-        if (!names.insert(child.name).second) {
-          fail(key_path(child_path, "name"), "a sibling is already named '" + child.name + "'");
-        }
-        domain.devices += child.devices;
-        domain.children.push_back(std::move(child));
+      ParsedDomain child = parse_domain((*children)[i], child_path, context, domain.level);
+      child.json_index = static_cast<std::uint32_t>(i);
+      const auto copies = child.copies();
+      // Each operand is at most the limit (checked in the child), so these cannot wrap.
+      const auto domains = product_within(child.domains, copies, max_snapshot_domains);
+      if (!domains || domain.domains + *domains > max_snapshot_domains) {
+        fail(child.count ? key_path(child_path, "count") : child_path, too_many_domains());
       }
+      domain.domains += *domains;
+      domain.devices += child.devices * copies;  // devices <= domains: cannot wrap
+      add_capacity(domain.total, child.total, copies, context.schema, path);
+      domain.children.push_back(std::move(child));
     }
   }
   if (device) domain.devices = 1;
+  if (domain.count && !product_within(domain.domains, domain.copies(), max_snapshot_domains)) {
+    fail(object.at("count"), too_many_domains());
+  }
   if (const json* affinity = object.optional("affinity")) {
     if (domain.level != context.host_level) {
       fail(object.at("affinity"), "affinity matrices belong to host-level ('" +
                                       context.levels[context.host_level] + "') domains");
     }
-    domain.affinity = read_affinity(*affinity, object.at("affinity"), domain.devices);
-    domain.affinity_path = object.at("affinity");
-  }
-  std::int64_t count = 1;
-  if (const json* repeat = object.optional("count")) {
-    count = read_integer(*repeat, object.at("count"), 1, max_repeat);
-  }
-  std::size_t subtree = 1;
-  const auto count_subtree = [&](const auto& self, const ParsedDomain& at) -> void {
-    for (const auto& child : at.children) {
-      ++subtree;
-      self(self, child);
+    if (context.affinity_on_root_only && !is_root) {
+      fail(object.at("affinity"),
+           "in a cluster_of shape only the shape's root may carry an affinity matrix");
     }
-  };
-  count_subtree(count_subtree, domain);
-  // Children were counted while parsing; each extra copy adds a whole subtree.
-  const std::size_t added =
-      1 + (subtree - 1) * static_cast<std::size_t>(count - 1) + static_cast<std::size_t>(count - 1);
-  context.domains += added;
-  if (context.domains > max_snapshot_domains) {
-    fail(path,
-         "the topology would have more than " + std::to_string(max_snapshot_domains) + " domains");
+    domain.affinity = read_affinity(*affinity, object.at("affinity"), domain.devices);
   }
-  if (!object.has("count")) return {std::move(domain)};
-  std::vector<ParsedDomain> copies(static_cast<std::size_t>(count), domain);
-  for (std::size_t k = 0; k < copies.size(); ++k) copies[k].name = domain.name + std::to_string(k);
-  return copies;
+  return domain;
 }
 
+/// The JSON path of a parsed domain: `base` then `.children[i]` per step of `indices`.
+[[nodiscard]] inline std::string parsed_path(const std::string& base,
+                                             const std::vector<std::uint32_t>& indices) {
+  std::string path = base;
+  for (std::uint32_t index : indices) path = index_path(key_path(path, "children"), index);
+  return path;
+}
+
+/// Adds every copy of `domain` (and their subtrees) under `parent`. Sibling names are checked
+/// by the builder (in O(1) each); a clash is reported at the domain's JSON path, rebuilt from
+/// `indices` (the route from the root object) only then.
 inline void add_parsed(TopologyBuilder& builder, TopologyBuilder::Handle parent,
-                       const ParsedDomain& domain, const DomainContext& context) {
-  const auto handle =
-      builder.add(parent, context.levels[domain.level], domain.name, domain.capacity);
-  for (const auto& child : domain.children) add_parsed(builder, handle, child, context);
-  if (domain.affinity) builder.set_affinity(handle, *domain.affinity);
+                       const ParsedDomain& domain, const DomainContext& context,
+                       const std::string& base_path, std::vector<std::uint32_t>& indices) {
+  indices.push_back(domain.json_index);
+  for (std::uint64_t k = 0; k < domain.copies(); ++k) {
+    TopologyBuilder::Handle handle;
+    std::string name = domain.count ? domain.name + std::to_string(k) : domain.name;
+    try {
+      handle = builder.add(parent, context.levels[domain.level], std::move(name), domain.capacity);
+    } catch (const std::invalid_argument& error) {
+      fail(key_path(parsed_path(base_path, indices), "name"), error.what());
+    }
+    for (const auto& child : domain.children) {
+      add_parsed(builder, handle, child, context, base_path, indices);
+    }
+    if (domain.affinity) builder.set_affinity(handle, *domain.affinity);
+  }
+  indices.pop_back();
+}
+
+/// Builds the topology of a parsed root (`path` is the root object's JSON path).
+[[nodiscard]] inline Topology build_parsed(const ParsedDomain& root, const DomainContext& context,
+                                           const std::string& path) {
+  TopologyBuilder builder(context.levels, context.schema, context.levels[context.device_level],
+                          context.levels[context.host_level], root.name);
+  builder.set_root_capacity(root.capacity);
+  std::vector<std::uint32_t> indices;
+  for (const auto& child : root.children) {
+    add_parsed(builder, TopologyBuilder::root(), child, context, path, indices);
+  }
+  if (root.affinity) builder.set_affinity(TopologyBuilder::root(), *root.affinity);
+  try {
+    return builder.build();
+  } catch (const std::exception& error) {
+    // Sizes and totals were checked while parsing with precise paths; this is a backstop.
+    fail(path, error.what());
+  }
 }
 
 /// The nested form: schema (optional), levels, device_level, host_level, root.
 [[nodiscard]] inline Topology read_nested_topology(const ObjectReader& object) {
-  DomainContext context{{}, ResourceSchema::standard(), 0, 0, 1};
+  DomainContext context{{}, ResourceSchema::standard(), 0, 0, false};
   if (const json* schema = object.optional("schema"))
     context.schema = read_schema(*schema, object.at("schema"));
   context.levels = read_names(object.required("levels"), object.at("levels"), "level names");
-  if (context.levels.size() > 64) fail(object.at("levels"), "at most 64 levels are supported");
+  if (context.levels.size() > max_levels) {
+    fail(object.at("levels"), "at most " + std::to_string(max_levels) + " levels are supported");
+  }
   const auto level_named = [&](std::string_view key) {
     const std::string name = read_string(object.required(key), object.at(key));
     const auto it = std::find(context.levels.begin(), context.levels.end(), name);
@@ -550,23 +649,24 @@ inline void add_parsed(TopologyBuilder& builder, TopologyBuilder::Handle parent,
     fail(object.at("host_level"), "the host level must lie above the device level '" +
                                       context.levels[context.device_level] + "'");
   }
-  std::vector<ParsedDomain> root =
+  const ParsedDomain root =
       parse_domain(object.required("root"), object.at("root"), context, std::nullopt);
-  if (root.front().level == context.device_level)
-    fail(object.at("root"), "the root cannot be a device");
-  try {
-    TopologyBuilder builder(context.levels, context.schema, context.levels[context.device_level],
-                            context.levels[context.host_level], root.front().name);
-    builder.set_root_capacity(root.front().capacity);
-    for (const auto& child : root.front().children)
-      add_parsed(builder, TopologyBuilder::root(), child, context);
-    if (root.front().affinity)
-      builder.set_affinity(TopologyBuilder::root(), *root.front().affinity);
-    return builder.build();
-  } catch (const std::invalid_argument& error) {
-    // Every rule of the builder was checked above with a precise path; this is a backstop.
-    fail(object.at("root"), error.what());
+  if (root.level == context.device_level) fail(object.at("root"), "the root cannot be a device");
+  return build_parsed(root, context, object.at("root"));
+}
+
+/// A shape's parsed domain with its counts expanded (the shape was size-checked when parsed).
+[[nodiscard]] inline shapes::ShapeDomain expand_shape(const ParsedDomain& domain,
+                                                      const std::vector<std::string>& levels,
+                                                      std::string name) {
+  shapes::ShapeDomain result{levels[domain.level], std::move(name), domain.capacity, {}};
+  for (const auto& child : domain.children) {
+    for (std::uint64_t k = 0; k < child.copies(); ++k) {
+      result.children.push_back(
+          expand_shape(child, levels, child.count ? child.name + std::to_string(k) : child.name));
+    }
   }
+  return result;
 }
 
 /// A custom machine shape of `cluster_of`: {model, levels, root} over the standard schema.
@@ -592,27 +692,19 @@ inline void add_parsed(TopologyBuilder& builder, TopologyBuilder::Handle parent,
   if (position("rack") != levels_size && position("rack") != 0) {
     fail(object.at("levels"), "'rack' may only be the shape's first level (a rack-scale machine)");
   }
-  DomainContext context{shape.levels, ResourceSchema::standard(),
-                        static_cast<LevelIndex>(position("gpu")),
-                        static_cast<LevelIndex>(position("node")), 1};
+  const DomainContext context{shape.levels, ResourceSchema::standard(),
+                              static_cast<LevelIndex>(position("gpu")),
+                              static_cast<LevelIndex>(position("node")), true};
   const ParsedDomain root =
-      parse_domain(object.required("root"), object.at("root"), context, std::nullopt).front();
-  // The shape's root takes the node name in the cluster; its own name is not used.
-  const auto to_shape = [&](const auto& self, const ParsedDomain& domain) -> shapes::ShapeDomain {
-    shapes::ShapeDomain result{shape.levels[domain.level], domain.name, domain.capacity, {}};
-    for (const auto& child : domain.children) {
-      if (child.affinity) {
-        fail(child.affinity_path,
-             "in a cluster_of shape only the shape's root may carry an affinity matrix");
-      }
-      result.children.push_back(self(self, child));
-    }
-    return result;
-  };
-  shape.root = to_shape(to_shape, root);
-  if (root.affinity) shape.affinity = *root.affinity;
+      parse_domain(object.required("root"), object.at("root"), context, std::nullopt);
   if (root.level == context.device_level)
     fail(object.at("root"), "the shape's root cannot be a device");
+  // One machine of the shape, built once: sibling-name clashes are reported with their paths
+  // here instead of once per node of the cluster.
+  (void)build_parsed(root, context, object.at("root"));
+  // The shape's root takes the node name in the cluster; its own name is not used.
+  shape.root = expand_shape(root, shape.levels, root.name);
+  if (root.affinity) shape.affinity = *root.affinity;
   return shape;
 }
 
@@ -629,9 +721,35 @@ inline void add_parsed(TopologyBuilder& builder, TopologyBuilder::Handle parent,
                  suggestion(name, names));
 }
 
-[[nodiscard]] inline std::size_t shape_domains(const shapes::ShapeDomain& domain) {
-  std::size_t total = 1;
+[[nodiscard]] inline std::uint64_t shape_domains(const shapes::ShapeDomain& domain) {
+  std::uint64_t total = 1;
   for (const auto& child : domain.children) total += shape_domains(child);
+  return total;
+}
+
+/// The capacity of one machine of a shape (built-in or already size-checked custom shapes).
+[[nodiscard]] inline ResourceVector shape_capacity(const shapes::ShapeDomain& domain,
+                                                   const ResourceSchema& schema,
+                                                   const std::string& path) {
+  ResourceVector total = schema.zeros();
+  if (domain.local_capacity.size() != 0)
+    add_capacity(total, domain.local_capacity, 1, schema, path);
+  for (const auto& child : domain.children) {
+    add_capacity(total, shape_capacity(child, schema, path), 1, schema, path);
+  }
+  return total;
+}
+
+/// Domains of a cluster of `machine_domains` in total over `machines` machines grouped
+/// `per_rack` to a rack: the cluster root, the racks (unless the shape is a rack) and the
+/// machines; nullopt past the limit.
+[[nodiscard]] inline std::optional<std::uint64_t> cluster_domains(std::uint64_t machine_domains,
+                                                                  std::uint64_t machines,
+                                                                  std::uint64_t per_rack,
+                                                                  bool racked) {
+  const std::uint64_t racks = racked ? 0 : (machines + per_rack - 1) / per_rack;
+  const std::uint64_t total = 1 + racks + machine_domains;  // each term is at most ~10^13
+  if (total > max_snapshot_domains) return std::nullopt;
   return total;
 }
 
@@ -653,10 +771,15 @@ inline void add_parsed(TopologyBuilder& builder, TopologyBuilder::Handle parent,
     per_rack =
         static_cast<std::size_t>(read_integer(*per, object.at("nodes_per_rack"), 1, max_repeat));
   }
-  if (nodes * shape_domains(shape.root) > max_snapshot_domains) {
-    fail(object.at("nodes"),
-         "the topology would have more than " + std::to_string(max_snapshot_domains) + " domains");
+  // Exact: the cluster root, every rack and every domain of every machine.
+  const auto machine_domains =
+      product_within(shape_domains(shape.root), nodes, max_snapshot_domains);
+  if (!machine_domains || !cluster_domains(*machine_domains, nodes, per_rack, racked)) {
+    fail(object.at("nodes"), too_many_domains());
   }
+  ResourceVector total = ResourceSchema::standard().zeros();
+  add_capacity(total, shape_capacity(shape.root, ResourceSchema::standard(), object.at("shape")),
+               nodes, ResourceSchema::standard(), object.at("nodes"));
   try {
     return shapes::cluster(shape, nodes, per_rack);
   } catch (const std::invalid_argument& error) {
@@ -672,10 +795,27 @@ inline void add_parsed(TopologyBuilder& builder, TopologyBuilder::Handle parent,
   const std::string nodes_path = object.at("nodes");
   if (!nodes.is_array() || nodes.empty())
     fail(nodes_path, "must be a non-empty array of openb nodes");
-  if (nodes.size() > static_cast<std::size_t>(max_repeat)) fail(nodes_path, "too many nodes");
+  if (nodes.size() > static_cast<std::size_t>(max_repeat)) {
+    fail(nodes_path, "has " + std::to_string(nodes.size()) + " nodes; at most " +
+                         std::to_string(max_repeat) + " are read");
+  }
+  std::size_t per_rack = nodes.size();
+  if (const json* per = object.optional("nodes_per_rack")) {
+    per_rack =
+        static_cast<std::size_t>(read_integer(*per, object.at("nodes_per_rack"), 1, max_repeat));
+  }
   std::vector<shapes::ClusterMember> members;
-  std::set<std::string> names;
-  std::vector<std::pair<std::string, std::shared_ptr<const shapes::MachineShape>>> cache;
+  std::unordered_set<std::string> names;
+  // One entry per distinct (cpu, memory, gpus, model): its shape, domains and capacity.
+  struct NodeKind {
+    std::shared_ptr<const shapes::MachineShape> shape;
+    std::uint64_t domains = 0;
+    ResourceVector capacity;
+  };
+  std::map<std::string, NodeKind> cache;
+  const ResourceSchema schema = ResourceSchema::standard();
+  ResourceVector total = schema.zeros();
+  std::uint64_t machine_domains = 0;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const std::string at = index_path(nodes_path, i);
     const json& node = nodes[i];
@@ -715,19 +855,18 @@ inline void add_parsed(TopologyBuilder& builder, TopologyBuilder::Handle parent,
     }
     const std::string key = std::to_string(cpu) + "," + std::to_string(memory) + "," +
                             std::to_string(gpus) + "," + model;
-    auto it = std::find_if(cache.begin(), cache.end(),
-                           [&](const auto& entry) { return entry.first == key; });
+    auto it = cache.find(key);
     if (it == cache.end()) {
-      cache.emplace_back(key, std::make_shared<const shapes::MachineShape>(
-                                  shapes::openb_node(model, gpus, cpu, memory)));
-      it = cache.end() - 1;
+      auto shape = std::make_shared<const shapes::MachineShape>(
+          shapes::openb_node(model, gpus, cpu, memory));
+      const std::uint64_t domains = shape_domains(shape->root);
+      ResourceVector capacity = shape_capacity(shape->root, schema, at);
+      it = cache.emplace(key, NodeKind{std::move(shape), domains, std::move(capacity)}).first;
     }
-    members.push_back({std::move(name), it->second});
-  }
-  std::size_t per_rack = nodes.size();
-  if (const json* per = object.optional("nodes_per_rack")) {
-    per_rack =
-        static_cast<std::size_t>(read_integer(*per, object.at("nodes_per_rack"), 1, max_repeat));
+    machine_domains += it->second.domains;  // at most 15 per node: cannot wrap
+    if (!cluster_domains(machine_domains, i + 1, per_rack, false)) fail(at, too_many_domains());
+    add_capacity(total, it->second.capacity, 1, schema, at);
+    members.push_back({std::move(name), it->second.shape});
   }
   return shapes::cluster(members, per_rack);
 }
@@ -917,6 +1056,9 @@ inline void add_parsed(TopologyBuilder& builder, TopologyBuilder::Handle parent,
 
 /// An error message for a path that names no domain, pointing at the first missing part.
 [[nodiscard]] inline std::string unknown_domain(const Topology& topology, const std::string& text) {
+  if (!text.empty() && (text.back() == '/' || text.front() == '/')) {
+    return "unknown domain '" + text + "': a domain path has no leading or trailing '/'";
+  }
   DomainId at = Topology::root();
   std::string_view rest = text;
   std::string walked;
@@ -1061,7 +1203,7 @@ inline void add_parsed(TopologyBuilder& builder, TopologyBuilder::Handle parent,
     name_path = object.at("name");
     spec.name = read_string(object.required("name"), name_path);
     if (const json* v = object.optional("time_limit_ms")) {
-      spec.time_limit_ms = read_integer(*v, object.at("time_limit_ms"), 0, std::int64_t{1} << 40);
+      spec.time_limit_ms = read_integer(*v, object.at("time_limit_ms"), 0, max_time_limit_ms);
     }
     if (const json* v = object.optional("node_limit")) {
       spec.node_limit = read_unsigned(*v, object.at("node_limit"));
@@ -1084,12 +1226,10 @@ inline constexpr std::array<std::string_view, 10> preemptor_keys{
 
 }  // namespace detail
 
-/// Reads a snapshot document (see docs/snapshot-format.md). Every field is validated; unknown
-/// keys are errors. Throws `SnapshotError` with the JSON path of the first problem.
-/// Running workloads with explicit placements are added in document order; those with
-/// `"placement": "auto"` are then placed by `find_placement`, in document order.
-[[nodiscard]] inline Snapshot load_snapshot(const nlohmann::json& document) {
-  using detail::fail;
+namespace detail {
+
+/// `load_snapshot` without its backstop.
+[[nodiscard]] inline Snapshot read_snapshot(const nlohmann::json& document) {
   using detail::ObjectReader;
   const std::string root = "$";
   if (!document.is_object()) fail(root, "a snapshot must be a JSON object");
@@ -1149,7 +1289,12 @@ inline constexpr std::array<std::string_view, 10> preemptor_keys{
     const PlacementSearchResult found = find_placement(state, workload);
     if (!found.found)
       fail(at, "no placement for " + workload.label() + " on the cluster as it stands");
-    state.add(std::move(workload), found.placement);
+    try {
+      state.add(std::move(workload), found.placement);
+    } catch (const std::invalid_argument& error) {
+      // The search and Allocation::add disagree on this requirement: report it, never leak it.
+      fail(at, std::string("the automatic placement was refused: ") + error.what());
+    }
   }
 
   const ObjectReader preemptor_object(
@@ -1177,30 +1322,88 @@ inline constexpr std::array<std::string_view, 10> preemptor_keys{
                   std::move(preemptor),   std::move(cost_model), std::move(solver)};
 }
 
+}  // namespace detail
+
+/// Reads a snapshot document (see docs/snapshot-format.md). Every field is validated; unknown
+/// keys are errors. Throws `SnapshotError` with the JSON path of the first problem.
+/// Running workloads with explicit placements are added in document order; those with
+/// `"placement": "auto"` are then placed by `find_placement`, in document order.
+[[nodiscard]] inline Snapshot load_snapshot(const nlohmann::json& document) {
+  try {
+    return detail::read_snapshot(document);
+  } catch (const SnapshotError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& error) {
+    // Every rule has its own check with a precise path; a library error that still escapes
+    // them must not leave as a foreign exception without a path.
+    detail::fail("$", std::string("the snapshot was refused: ") + error.what());
+  }
+}
+
 namespace detail {
 
-/// Parser callback that rejects duplicate keys (plain parsing silently keeps the last one),
-/// tracking the JSON path of the value being read.
+/// What the parser callback knows about the value being read: one frame per open object or
+/// array, holding only its current key or index (O(depth) memory; paths are built on error).
+struct ParseTrail {
+  struct Frame {
+    bool array = false;
+    std::size_t index = 0;
+    std::string key;
+    std::unordered_set<std::string> keys;  ///< keys seen so far in this object
+  };
+  std::vector<Frame> frames;
+
+  /// The JSON path of the value the parser is reading (or has just read) inside the innermost
+  /// open container; "$" outside of any.
+  [[nodiscard]] std::string current_path() const {
+    std::string path = "$";
+    for (const Frame& frame : frames) {
+      path = frame.array ? index_path(path, frame.index) : key_path(path, frame.key);
+    }
+    return path;
+  }
+  /// The path of the innermost open container itself.
+  [[nodiscard]] std::string container_path() const {
+    std::string path = "$";
+    for (std::size_t i = 0; i + 1 < frames.size(); ++i) {
+      const Frame& frame = frames[i];
+      path = frame.array ? index_path(path, frame.index) : key_path(path, frame.key);
+    }
+    return path;
+  }
+};
+
+/// Parser callback that rejects duplicate keys (plain parsing silently keeps the last one) and
+/// nesting deeper than `max_snapshot_depth`, tracking where the parser is in `trail` (shared
+/// with the caller, which reports errors thrown by the parser itself at that path).
 class DuplicateKeyGuard {
  public:
+  explicit DuplicateKeyGuard(ParseTrail& trail) noexcept : trail_(&trail) {}
   bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using event_t = nlohmann::json::parse_event_t;
+    std::vector<ParseTrail::Frame>& frames = trail_->frames;
     switch (event) {
       case event_t::object_start:
       case event_t::array_start:
-        stack_.push_back(Frame{event == event_t::array_start, 0, {}, {}, child_path()});
+        if (frames.size() >= max_snapshot_depth) {
+          fail(trail_->current_path(),
+               "nesting deeper than " + std::to_string(max_snapshot_depth) + " arrays and objects");
+        }
+        frames.push_back(ParseTrail::Frame{event == event_t::array_start, 0, {}, {}});
         break;
       case event_t::key: {
-        Frame& frame = stack_.back();
+        ParseTrail::Frame& frame = frames.back();
         frame.key = parsed.get<std::string>();
         if (!frame.keys.insert(frame.key).second) {
-          fail(key_path(frame.path, frame.key), "duplicate key '" + frame.key + "'");
+          fail(trail_->current_path(), "duplicate key '" + frame.key + "'");
         }
         break;
       }
       case event_t::object_end:
       case event_t::array_end:
-        stack_.pop_back();
+        frames.pop_back();
         completed();
         break;
       case event_t::value:
@@ -1211,39 +1414,41 @@ class DuplicateKeyGuard {
   }
 
  private:
-  struct Frame {
-    bool array = false;
-    std::size_t index = 0;
-    std::string key;
-    std::set<std::string> keys;
-    std::string path;
-  };
-  [[nodiscard]] std::string child_path() const {
-    if (stack_.empty()) return "$";
-    const Frame& parent = stack_.back();
-    return parent.array ? index_path(parent.path, parent.index) : key_path(parent.path, parent.key);
-  }
   void completed() {
-    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
+    if (!trail_->frames.empty() && trail_->frames.back().array) ++trail_->frames.back().index;
   }
-  std::vector<Frame> stack_;
+  ParseTrail* trail_;
 };
+
+/// nlohmann's message without its "[json.exception.x.n] " prefix.
+[[nodiscard]] inline std::string parser_message(const nlohmann::json::exception& error) {
+  std::string message = error.what();
+  if (const auto end = message.find("] ");
+      message.rfind("[json.exception", 0) == 0 && end != std::string::npos) {
+    message = message.substr(end + 2);
+  }
+  return message;
+}
 
 }  // namespace detail
 
-/// Parses snapshot text, rejecting invalid JSON and duplicate keys (`SnapshotError` at "$" or
-/// at the duplicate's path), then `load_snapshot`.
+/// Parses snapshot text, rejecting text over `max_snapshot_bytes`, invalid JSON, nesting
+/// deeper than `max_snapshot_depth` and duplicate keys (`SnapshotError` at "$" or at the
+/// offending value's path), then `load_snapshot`.
 [[nodiscard]] inline Snapshot load_snapshot_text(std::string_view text) {
+  if (text.size() > max_snapshot_bytes) {
+    detail::fail("$", "the snapshot has " + std::to_string(text.size()) + " bytes; at most " +
+                          std::to_string(max_snapshot_bytes) + " are read");
+  }
   nlohmann::json document;
+  detail::ParseTrail trail;
   try {
-    document = nlohmann::json::parse(text.begin(), text.end(), detail::DuplicateKeyGuard{});
+    document = nlohmann::json::parse(text.begin(), text.end(), detail::DuplicateKeyGuard(trail));
   } catch (const nlohmann::json::parse_error& error) {
-    std::string message = error.what();
-    if (const auto end = message.find("] ");
-        message.rfind("[json.exception", 0) == 0 && end != std::string::npos) {
-      message = message.substr(end + 2);
-    }
-    detail::fail("$", "invalid JSON: " + message);
+    detail::fail("$", "invalid JSON: " + detail::parser_message(error));
+  } catch (const nlohmann::json::exception& error) {
+    // e.g. a number beyond double (1e400): the parser stops at that value.
+    detail::fail(trail.current_path(), "invalid JSON value: " + detail::parser_message(error));
   }
   return load_snapshot(document);
 }
@@ -1253,10 +1458,16 @@ class DuplicateKeyGuard {
 [[nodiscard]] inline Snapshot load_snapshot_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) detail::fail("$", "cannot open '" + path + "'");
-  std::ostringstream contents;
-  contents << in.rdbuf();
+  // Read in chunks and stop one byte past the limit: a huge file (or /dev/zero) is refused
+  // without being read into memory.
+  std::string contents;
+  std::array<char, 65536> chunk{};
+  while (contents.size() <= max_snapshot_bytes &&
+         in.read(chunk.data(), chunk.size()).gcount() > 0) {
+    contents.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+  }
   if (in.bad()) detail::fail("$", "cannot read '" + path + "'");
-  return load_snapshot_text(contents.str());
+  return load_snapshot_text(contents);
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# CI stage: build the snapshot fuzzer (tests/fuzz, clang 14 + libFuzzer + ASan + UBSan) and run
+# it for a bounded time from the seed corpus; any crash, sanitizer report, leak, timeout or
+# out-of-memory is a failure (libFuzzer exits non-zero and leaves the input in $ARTIFACTS).
+#   usage: bash .ci/stages/fuzz.sh        (from anywhere; TOPOPREEMPT_FUZZ_SECONDS overrides 90)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROOT="$PWD"
+SECONDS_TO_FUZZ="${TOPOPREEMPT_FUZZ_SECONDS:-90}"
+BUILD="$ROOT/build/fuzz"
+ARTIFACTS="$BUILD/artifacts"
+
+SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/topopreempt-fuzz.XXXXXX")"
+cleanup() { rm -rf "$SCRATCH"; }
+trap cleanup EXIT
+
+# Debian 12 packages: clang 14 with its runtime (libFuzzer and the sanitizers live in
+# libclang-rt-14-dev), plus the project's own header dependencies.
+packages=(clang-14 libclang-rt-14-dev cmake libeigen3-dev librange-v3-dev nlohmann-json3-dev)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' ||
+    missing+=("$package")
+done
+if ((${#missing[@]} > 0)); then
+  sudo=()
+  ((EUID == 0)) || sudo=(sudo)
+  "${sudo[@]}" apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+fi
+
+launcher=()
+command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+CC=clang-14 CXX=clang++-14 cmake -S tests/fuzz -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "${launcher[@]}"
+cmake --build "$BUILD" -j2
+
+# The checked-in seeds stay untouched: the run grows a copy.
+cp -r tests/fuzz/corpus "$SCRATCH/corpus"
+mkdir -p "$ARTIFACTS"
+echo "fuzzing for ${SECONDS_TO_FUZZ}s"
+status=0
+"$BUILD/topopreempt_fuzz_snapshot" "$SCRATCH/corpus" \
+  -dict=tests/fuzz/snapshot.dict \
+  -max_total_time="$SECONDS_TO_FUZZ" -rss_limit_mb=4096 -timeout=10 -max_len=65536 \
+  -artifact_prefix="$ARTIFACTS/" -print_final_stats=1 || status=$?
+if ((status != 0)); then
+  echo "ERROR: the fuzzer found a problem (exit $status); inputs in $ARTIFACTS:" >&2
+  ls -l "$ARTIFACTS" >&2 || true
+  exit 1
+fi
+echo "fuzz: no findings in ${SECONDS_TO_FUZZ}s"

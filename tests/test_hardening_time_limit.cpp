@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// Issue 11, item 13: a solver's time limit bounds the whole `solve` (the scan of every
+// candidate domain too, not only the search), and huge limits saturate instead of wrapping.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "topopreempt/cluster_generator.hpp"
+#include "topopreempt/detail/preemption_context.hpp"
+#include "topopreempt/plan_verifier.hpp"
+#include "topopreempt/solvers/branch_and_bound.hpp"
+
+using namespace topopreempt;
+
+TEST_SUITE("hardening_time_limit") {
+  TEST_CASE("a zero time limit stops the scan: few domains read, the limit reported") {
+    ClusterSpec spec;
+    spec.nodes = 400;
+    const GeneratedCluster cluster = generate_cluster(spec);
+    Workload preemptor;
+    preemptor.id = WorkloadId{1'000'000};
+    preemptor.priority = 1'000;
+    preemptor.demand.whole_devices = 8;
+    preemptor.demand.resources = cluster.topology->schema().zeros();
+    preemptor.replica_scope = TopologyRequirement::guaranteed("node");
+    const cost::priority_weighted model;
+    const auto unlimited = solvers::branch_and_bound.solve(cluster.state, preemptor, model);
+    REQUIRE(unlimited.status == PlanStatus::optimal);
+    REQUIRE(unlimited.statistics.domains_considered >= 400);
+
+    const auto limited = solvers::branch_and_bound_solver{}
+                             .time_limit(std::chrono::nanoseconds(0))
+                             .solve(cluster.state, preemptor, model);
+    CHECK(limited.statistics.limit_reached);
+    // The clock is read every 64th domain: the scan stops at the first reading.
+    CHECK(limited.statistics.domains_considered < 64);
+    CHECK(limited.status != PlanStatus::optimal);
+    if (limited.status == PlanStatus::feasible) {
+      CHECK(verify_plan(cluster.state, preemptor, limited, model).ok);
+    } else {
+      CHECK(limited.status == PlanStatus::infeasible);
+      CHECK(limited.explanation.find("NOT proven") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("deadlines saturate instead of overflowing") {
+    using detail::Clock;
+    const Clock::time_point start = Clock::now();
+    CHECK(detail::deadline_after(start, std::chrono::nanoseconds::max()) ==
+          Clock::time_point::max());
+    CHECK(detail::deadline_after(start, std::chrono::nanoseconds(-5)) == start);
+    CHECK(detail::deadline_after(start, std::chrono::seconds(1)) ==
+          start + std::chrono::seconds(1));
+    // 2^40 ms, the largest limit a snapshot or the CLI accepts, is far from saturation.
+    const std::chrono::milliseconds largest(std::int64_t{1} << 40);
+    CHECK(detail::deadline_after(start, largest) == start + largest);
+  }
+}
