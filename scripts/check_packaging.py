@@ -90,6 +90,23 @@ def changelog_version() -> str | None:
     return None
 
 
+def changelog_agrees(truth: str) -> tuple[bool, str]:
+    """The top released CHANGELOG heading is the version, or the version is being prepared: it is
+    newer than that heading and an `## [Unreleased]` section collects its entries (the heading is
+    renamed on release day)."""
+    top = changelog_version()
+    if top == truth:
+        return True, f"top release is {truth}"
+    preparing = re.search(r"^## \[Unreleased\]", read("CHANGELOG.md"), re.M | re.I) is not None
+    if top is not None and preparing and version_tuple(truth) > version_tuple(top):
+        return True, f"{truth} in preparation under [Unreleased] (last release {top})"
+    return False, f"top release is {top!r}, version is {truth}"
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"[0-9]+", version))
+
+
 def declared_cmake_options() -> set[str]:
     names: set[str] = set()
     files = [ROOT / "CMakeLists.txt", *ROOT.glob("cmake/*.cmake")]
@@ -153,10 +170,11 @@ def main() -> int:
         "conanfile.py (set_version)": conan_version(),
         "vcpkg.json": manifests.get("vcpkg.json", {}).get("version"),
         "ports/topopreempt/vcpkg.json": manifests.get("ports/topopreempt/vcpkg.json", {}).get("version"),
-        "CHANGELOG.md top release": changelog_version(),
     }
     for where, version in found.items():
         checks.check(version == truth, f"{where} is {truth}", f"found {version!r}")
+    ok, detail = changelog_agrees(truth)
+    checks.check(ok, f"CHANGELOG.md: {detail}", detail)
 
     print("Options:")
     declared = declared_cmake_options()
