@@ -1,43 +1,97 @@
 # SPDX-License-Identifier: MIT
-# Conan 2 recipe, after conan-center-index docs/package_templates/header_only. It lives in the
-# repository, so sources are exported from the tree instead of downloaded in source().
+# Conan 2 recipe in the form of conan-center-index's docs/package_templates/header_only: sources
+# from conandata.yml in source(), headers copied in package(), CMake names declared in
+# package_info() (CMakeDeps writes consumers' topopreempt-config.cmake; none is packaged).
+#
+# Two ways to run it:
+# - from a recipe index (ConanCenter's recipes/topopreempt/all/, or any folder holding only this
+#   file and conandata.yml): source() downloads the release tarball conandata.yml lists;
+# - from a checkout of topopreempt (`conan create .`): the recipe sits beside include/, so
+#   export_sources() exports the checkout's headers and source() downloads nothing. The version
+#   then defaults to, and must equal, the checkout's project(topopreempt VERSION ...).
 import os
 import re
 
 from conan import ConanFile
+from conan.errors import ConanException, ConanInvalidConfiguration
 from conan.tools.build import check_min_cppstd
-from conan.tools.cmake import CMake, CMakeToolchain, cmake_layout
-from conan.tools.files import copy, load
+from conan.tools.files import copy, get, load
+from conan.tools.layout import basic_layout
+from conan.tools.scm import Version
 
 required_conan_version = ">=2.0"
 
-# The version has one source of truth: project(topopreempt VERSION x.y.z) in CMakeLists.txt.
-# scripts/check_packaging.py applies this same pattern, so keep it a plain string literal.
+# scripts/check_packaging.py applies this pattern to CMakeLists.txt too: keep it a plain literal.
 _PROJECT_VERSION_PATTERN = r"project\(\s*topopreempt\s+VERSION\s+([0-9]+\.[0-9]+\.[0-9]+)"
 
 
 class TopopreemptConan(ConanFile):
     name = "topopreempt"
-    description = "Topology-aware preemption planning for GPU clusters"
+    description = "Topology-aware preemption planning for GPU clusters (header-only C++20)"
     license = "MIT"
-    topics = ("scheduling", "preemption", "gpu", "cluster", "knapsack", "header-only")
+    url = "https://github.com/conan-io/conan-center-index"
+    homepage = "https://github.com/topopreempt/topopreempt"
+    topics = ("scheduling", "preemption", "gpu", "cluster", "topology", "header-only")
     package_type = "header-library"
     settings = "os", "arch", "compiler", "build_type"
     no_copy_source = True
-    exports_sources = "CMakeLists.txt", "cmake/*", "include/*", "LICENSE"
+
+    @property
+    def _min_cppstd(self):
+        return 20
+
+    @property
+    def _compilers_minimum_version(self):
+        # C++20 as the headers use it: concepts, <span>, <bit>, defaulted operator<=>, designated
+        # initialisers, and floating-point std::to_chars (libstdc++ 11, MSVC 19.24, libc++ 14 /
+        # Apple's from Xcode 14.3). GCC 12 and Clang 14 are the compilers CI builds with.
+        return {
+            "gcc": "11",
+            "clang": "14",
+            "apple-clang": "14.3",
+            "msvc": "192",
+        }
+
+    def _checkout_folder(self):
+        """The topopreempt checkout this recipe sits in, or None in a recipe index."""
+        if os.path.isfile(os.path.join(self.recipe_folder, "include", "topopreempt", "version.hpp")):
+            return self.recipe_folder
+        return None
 
     def set_version(self):
-        cmakelists = load(self, os.path.join(self.recipe_folder, "CMakeLists.txt"))
-        match = re.search(_PROJECT_VERSION_PATTERN, cmakelists)
+        # Only from a checkout, and only when no --version was given: a recipe index always gives
+        # the version (ConanCenter's config.yml).
+        checkout = self._checkout_folder()
+        if self.version is None and checkout is not None:
+            self.version = self._checkout_version(checkout)
+
+    def _checkout_version(self, checkout):
+        match = re.search(_PROJECT_VERSION_PATTERN, load(self, os.path.join(checkout, "CMakeLists.txt")))
         if match is None:
-            raise ValueError("no `project(topopreempt VERSION x.y.z` in CMakeLists.txt")
-        self.version = match.group(1)
+            raise ConanException(f"no `project(topopreempt VERSION x.y.z` in {checkout}/CMakeLists.txt")
+        return match.group(1)
+
+    def export_sources(self):
+        checkout = self._checkout_folder()
+        if checkout is None:
+            return  # a recipe index: source() downloads the release
+        found = self._checkout_version(checkout)
+        if str(self.version) != found:
+            raise ConanException(
+                f"this checkout is topopreempt {found}, not {self.version}: "
+                f"run `conan create .` without --version, or with --version {found}")
+        # Under src/, the layout's source folder: Conan copies exported sources to the base
+        # source folder.
+        destination = os.path.join(self.export_sources_folder, "src")
+        copy(self, "LICENSE", checkout, destination)
+        copy(self, "*.hpp", os.path.join(checkout, "include"), os.path.join(destination, "include"))
 
     def layout(self):
-        cmake_layout(self, src_folder=".")
+        basic_layout(self, src_folder="src")
 
     def requirements(self):
         # Header-only: the dependencies appear in our public headers, so they are transitive.
+        # eigen/3.4.0 and eigen/5.0.1 both work; a profile's [replace_requires] picks 5.0.1.
         self.requires("eigen/3.4.0")
         self.requires("range-v3/0.12.0")
 
@@ -45,35 +99,33 @@ class TopopreemptConan(ConanFile):
         self.info.clear()
 
     def validate(self):
-        check_min_cppstd(self, 20)
+        check_min_cppstd(self, self._min_cppstd)
+        minimum_version = self._compilers_minimum_version.get(str(self.settings.compiler), False)
+        if minimum_version and Version(self.settings.compiler.version) < minimum_version:
+            raise ConanInvalidConfiguration(
+                f"{self.ref} requires C++{self._min_cppstd}, which your compiler does not support "
+                f"well enough (needs {self.settings.compiler} >= {minimum_version}).")
 
-    def generate(self):
-        toolchain = CMakeToolchain(self)
-        toolchain.cache_variables["TOPOPREEMPT_BUILD_TESTS"] = False
-        toolchain.cache_variables["TOPOPREEMPT_BUILD_EXAMPLES"] = False
-        toolchain.cache_variables["TOPOPREEMPT_BUILD_BENCHMARKS"] = False
-        toolchain.cache_variables["TOPOPREEMPT_BUILD_TOOLS"] = False
-        toolchain.cache_variables["TOPOPREEMPT_INSTALL"] = True
-        toolchain.generate()
+    def source(self):
+        exported = os.path.join(self.export_sources_folder, "src", "include", "topopreempt")
+        if os.path.isfile(os.path.join(exported, "version.hpp")):
+            return  # exported from a checkout by export_sources(), copied to source_folder by Conan
+        sources = self.conan_data.get("sources", {}) if self.conan_data else {}
+        if self.version not in sources:
+            raise ConanException(
+                f"conandata.yml lists no release tarball for topopreempt {self.version}; "
+                "run `conan create .` from a checkout instead")
+        get(self, **sources[self.version], strip_root=True)
 
     def build(self):
         pass
 
     def package(self):
         copy(self, "LICENSE", self.source_folder, os.path.join(self.package_folder, "licenses"))
-        cmake = CMake(self)
-        cmake.configure()
-        cmake.install()
+        copy(self, "*.hpp", os.path.join(self.source_folder, "include"),
+             os.path.join(self.package_folder, "include"))
 
     def package_info(self):
-        # Consumers use the CMake config that `cmake --install` put in share/topopreempt: its
-        # find_dependency(Eigen3 3.4)/find_dependency(range-v3) resolves ConanCenter's eigen and
-        # range-v3 (CMakeDeps generates Eigen3-config.cmake/range-v3-config.cmake for them) and
-        # equally the system packages of a [platform_requires] profile, for which CMakeDeps
-        # generates nothing (a CMakeDeps-generated topopreempt target would then lack Eigen).
-        self.cpp_info.set_property("cmake_find_mode", "none")
-        self.cpp_info.builddirs = [os.path.join("share", "topopreempt")]
-        # The names our config defines, for recipes that depend on topopreempt.
         self.cpp_info.set_property("cmake_file_name", "topopreempt")
         self.cpp_info.set_property("cmake_target_name", "topopreempt::topopreempt")
         self.cpp_info.requires = ["eigen::eigen", "range-v3::range-v3"]

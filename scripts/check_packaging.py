@@ -7,7 +7,11 @@
   conanfile.py (its own pattern applied to CMakeLists.txt), vcpkg.json, the vcpkg port and the
   top released CHANGELOG.md heading;
 - every TOPOPREEMPT_* variable that the port, the Conan recipe, the presets or the scripts set
-  is an option() (or cache variable) declared in our CMake files.
+  is an option() (or cache variable) declared in our CMake files;
+- the release source agrees: the vcpkg port's vcpkg_from_github downloads REF "v${VERSION}" of
+  the GitHub repository that conanfile.py's and the port's homepage name, with a 128-digit
+  SHA512; every conandata.yml source is that repository's v<version> tarball with a sha256;
+- README.md asks for the current version (find_package(topopreempt X.Y), topopreempt/X.Y.Z).
 
 Usage: python3 scripts/check_packaging.py [repo-root]
 """
@@ -90,6 +94,23 @@ def changelog_version() -> str | None:
     return None
 
 
+def changelog_agrees(truth: str) -> tuple[bool, str]:
+    """The top released CHANGELOG heading is the version, or the version is being prepared: it is
+    newer than that heading and an `## [Unreleased]` section collects its entries (the heading is
+    renamed on release day)."""
+    top = changelog_version()
+    if top == truth:
+        return True, f"top release is {truth}"
+    preparing = re.search(r"^## \[Unreleased\]", read("CHANGELOG.md"), re.M | re.I) is not None
+    if top is not None and preparing and version_tuple(truth) > version_tuple(top):
+        return True, f"{truth} in preparation under [Unreleased] (last release {top})"
+    return False, f"top release is {top!r}, version is {truth}"
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"[0-9]+", version))
+
+
 def declared_cmake_options() -> set[str]:
     names: set[str] = set()
     files = [ROOT / "CMakeLists.txt", *ROOT.glob("cmake/*.cmake")]
@@ -126,6 +147,79 @@ def used_options() -> dict[str, set[str]]:
     return used
 
 
+def conan_homepage() -> str | None:
+    match = re.search(r'^\s*homepage\s*=\s*"([^"]+)"', read("conanfile.py"), re.M)
+    return match.group(1) if match else None
+
+
+def vcpkg_from_github_arguments() -> dict[str, str]:
+    text = read("ports/topopreempt/portfile.cmake")
+    call = re.search(r"^vcpkg_from_github\((.*?)^\)", text, re.M | re.S)
+    if call is None:
+        return {}
+    tokens = re.findall(r'"[^"]*"|\S+', call.group(1))
+    arguments: dict[str, str] = {}
+    for key, value in zip(tokens, tokens[1:]):
+        if re.fullmatch(r"[A-Z_0-9]+", key):
+            arguments[key] = value.strip('"')
+    return arguments
+
+
+def conandata_sources() -> dict[str, dict[str, str]]:
+    """`sources` of conandata.yml, read without a YAML library (the file's own simple form)."""
+    sources: dict[str, dict[str, str]] = {}
+    current = None
+    for line in read("conandata.yml").splitlines():
+        if line.lstrip().startswith("#") or not line.strip():
+            continue
+        version = re.match(r'^  "?([0-9][^":]*)"?:\s*$', line)
+        field = re.match(r'^    (url|sha256):\s*"?([^"]+)"?\s*$', line)
+        if version:
+            current = sources.setdefault(version.group(1), {})
+        elif field and current is not None:
+            current[field.group(1)] = field.group(2)
+    return sources
+
+
+def check_release_sources(checks: Checks, truth: str) -> None:
+    homepage = conan_homepage()
+    port_manifest = json.loads(read("ports/topopreempt/vcpkg.json"))
+    checks.check(homepage is not None and homepage.startswith("https://github.com/"),
+                 "conanfile.py homepage is a GitHub repository", f"found {homepage!r}")
+    checks.check(port_manifest.get("homepage") == homepage,
+                 "ports/topopreempt/vcpkg.json homepage equals conanfile.py's",
+                 f"{port_manifest.get('homepage')!r} != {homepage!r}")
+    repository = (homepage or "").removeprefix("https://github.com/")
+    arguments = vcpkg_from_github_arguments()
+    checks.check(arguments.get("REPO") == repository,
+                 f"portfile vcpkg_from_github REPO is {repository}", f"found {arguments.get('REPO')!r}")
+    checks.check(arguments.get("REF") == "v${VERSION}",
+                 'portfile vcpkg_from_github REF is "v${VERSION}"', f"found {arguments.get('REF')!r}")
+    checks.check(re.fullmatch(r"[0-9a-f]{128}", arguments.get("SHA512", "")) is not None,
+                 "portfile vcpkg_from_github SHA512 has 128 hex digits",
+                 f"found {arguments.get('SHA512')!r}")
+    checks.check(bool(arguments.get("HEAD_REF")), "portfile vcpkg_from_github has a HEAD_REF")
+    for version, source in conandata_sources().items():
+        expected = f"{homepage}/archive/refs/tags/v{version}.tar.gz"
+        checks.check(source.get("url") == expected, f"conandata.yml {version} url is {expected}",
+                     f"found {source.get('url')!r}")
+        checks.check(re.fullmatch(r"[0-9a-f]{64}", source.get("sha256", "")) is not None,
+                     f"conandata.yml {version} has a sha256", f"found {source.get('sha256')!r}")
+        checks.check(version_tuple(version) <= version_tuple(truth),
+                     f"conandata.yml {version} is not newer than {truth}")
+
+
+def check_readme_versions(checks: Checks, truth: str) -> None:
+    readme = read("README.md")
+    major_minor = ".".join(truth.split(".")[:2])
+    asked = set(re.findall(r"find_package\(topopreempt ([0-9.]+)", readme))
+    checks.check(asked == {major_minor}, f"README.md find_package(topopreempt {major_minor} ...)",
+                 f"found {sorted(asked)}")
+    references = set(re.findall(r"topopreempt/([0-9]+\.[0-9]+\.[0-9]+)", readme))
+    checks.check(references <= {truth}, f"README.md Conan references are topopreempt/{truth}",
+                 f"found {sorted(references)}")
+
+
 def main() -> int:
     checks = Checks()
 
@@ -153,10 +247,15 @@ def main() -> int:
         "conanfile.py (set_version)": conan_version(),
         "vcpkg.json": manifests.get("vcpkg.json", {}).get("version"),
         "ports/topopreempt/vcpkg.json": manifests.get("ports/topopreempt/vcpkg.json", {}).get("version"),
-        "CHANGELOG.md top release": changelog_version(),
     }
     for where, version in found.items():
         checks.check(version == truth, f"{where} is {truth}", f"found {version!r}")
+    ok, detail = changelog_agrees(truth)
+    checks.check(ok, f"CHANGELOG.md: {detail}", detail)
+
+    print("Release sources:")
+    check_release_sources(checks, truth)
+    check_readme_versions(checks, truth)
 
     print("Options:")
     declared = declared_cmake_options()

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# After conan-center-index docs/package_templates/header_only/all/test_package.
 import os
 
 from conan import ConanFile

@@ -5,10 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
+#include "data_dir.hpp"
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/placement_search.hpp"
 #include "topopreempt/topology.hpp"
@@ -44,6 +48,24 @@ inline Placement start(Allocation& state, const Workload& workload) {
   REQUIRE_MESSAGE(found.found, workload.label());
   state.add(workload, found.placement);
   return found.placement;
+}
+
+/// Marker of a check skipped for want of the full data set: ctest's SKIP_REGULAR_EXPRESSION for
+/// the `topopreempt.full_data` entry (tests/CMakeLists.txt) matches it.
+inline constexpr std::string_view skipped_marker = "SKIPPED (no data set)";
+
+/// `relative` inside the full data set (`data_dir()`); when it is missing, reports through doctest
+/// that the calling check is skipped and why, and returns empty: the caller then returns. Put
+/// such test cases in the "full_data" suite so ctest lists them as skipped.
+inline std::optional<std::filesystem::path> data_file_or_skip(std::string_view relative) {
+  auto file = data_file(relative);
+  if (!file) {
+    const auto dir = data_dir();
+    MESSAGE(skipped_marker, ": ", relative, " is not in ",
+            dir ? dir->string() : std::string("the data directory (none found)"),
+            "; set TOPOPREEMPT_DATA_DIR to the data set (../shared/data) to run this check");
+  }
+  return file;
 }
 
 }  // namespace topopreempt::test

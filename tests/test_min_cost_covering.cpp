@@ -18,9 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#ifndef TOPOPREEMPT_DATA_DIR
-#error "the build must define TOPOPREEMPT_DATA_DIR (absolute path of shared/data)"
-#endif
+#include "support.hpp"
 
 namespace {
 
@@ -167,8 +165,9 @@ std::string thrown_message(const tp::covering_problem<Cost>& problem,
 
 // ---- Pisinger instances ----------------------------------------------------------------------
 
+// The instances the unit tests use are shipped in tests/data/knapsack (see its README.md).
 std::string knapsack_path(const std::string& relative) {
-  return std::string(TOPOPREEMPT_DATA_DIR) + "/knapsack/" + relative;
+  return topopreempt::test::test_data("knapsack/" + relative).string();
 }
 
 std::vector<std::string> read_tokens(const std::string& path) {
@@ -213,11 +212,11 @@ T read_optimum(const std::string& path) {
   }
 }
 
-void check_int_knapsack(const std::string& folder, const std::string& name,
+void check_int_knapsack(const std::string& instance_path, const std::string& optimum_path,
                         tp::min_cost_covering_workspace<std::int64_t>& ws) {
-  CAPTURE(name);
-  const int_instance instance = read_int_instance(knapsack_path(folder + "/" + name));
-  const auto optimum = read_optimum<std::int64_t>(knapsack_path(folder + "-optimum/" + name));
+  CAPTURE(instance_path);
+  const int_instance instance = read_int_instance(instance_path);
+  const auto optimum = read_optimum<std::int64_t>(optimum_path);
   const tp::knapsack_result<std::int64_t> result = tp::solve_knapsack_01<std::int64_t>(
       instance.profits, instance.weights, instance.capacity, ws);
   REQUIRE(result.status == tp::covering_status::optimal);
@@ -350,7 +349,8 @@ TEST_SUITE("min_cost_covering") {
     for (const char* name : {"f1_l-d_kp_10_269", "f2_l-d_kp_20_878", "f3_l-d_kp_4_20",
                              "f4_l-d_kp_4_11", "f6_l-d_kp_10_60", "f7_l-d_kp_7_50",
                              "f8_l-d_kp_23_10000", "f9_l-d_kp_5_80", "f10_l-d_kp_20_879"}) {
-      check_int_knapsack("low-dimensional", name, ws);
+      check_int_knapsack(knapsack_path(std::string("low-dimensional/") + name),
+                         knapsack_path(std::string("low-dimensional-optimum/") + name), ws);
     }
   }
 
@@ -399,8 +399,28 @@ TEST_SUITE("min_cost_covering") {
   TEST_CASE("Pisinger large-scale instances reach the known optimum") {
     tp::min_cost_covering_workspace<std::int64_t> ws;
     for (const char* type : {"1", "2", "3"}) {
-      for (const char* n : {"100", "200", "500", "1000", "2000"}) {
-        check_int_knapsack("large_scale", std::string("knapPI_") + type + "_" + n + "_1000_1", ws);
+      for (const char* n : {"100", "200", "500"}) {
+        const std::string name = std::string("knapPI_") + type + "_" + n + "_1000_1";
+        check_int_knapsack(knapsack_path("large_scale/" + name),
+                           knapsack_path("large_scale-optimum/" + name), ws);
+      }
+    }
+  }
+
+  TEST_CASE("Pisinger large-scale instances of 1000 and 2000 items" *
+            doctest::test_suite("full_data")) {
+    // Not shipped in tests/data (100 KB): read from the full data set when it is there.
+    tp::min_cost_covering_workspace<std::int64_t> ws;
+    for (const char* type : {"1", "2", "3"}) {
+      for (const char* n : {"1000", "2000"}) {
+        const std::string name = std::string("knapPI_") + type + "_" + n + "_1000_1";
+        const auto instance = topopreempt::test::data_file_or_skip("knapsack/large_scale/" + name);
+        const auto optimum =
+            topopreempt::test::data_file_or_skip("knapsack/large_scale-optimum/" + name);
+        if (!instance || !optimum) {
+          return;
+        }
+        check_int_knapsack(instance->string(), optimum->string(), ws);
       }
     }
   }

@@ -8,25 +8,23 @@
 #include <string>
 #include <vector>
 
+#include "support.hpp"
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/machine_shapes.hpp"
 #include "topopreempt/placement_search.hpp"
-#include "support.hpp"
 
 using namespace topopreempt;
 using namespace topopreempt::test;
 
 namespace {
 
-
-
-
 /// Recounts every aggregate of `state` from its workloads and compares with the incremental ones.
 void check_aggregates(const Allocation& state) {
   const Topology& topology = state.topology();
   const auto dims = static_cast<Eigen::Index>(topology.schema().size());
   Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> used =
-      Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic>::Zero(dims, static_cast<Eigen::Index>(topology.size()));
+      Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic>::Zero(
+          dims, static_cast<Eigen::Index>(topology.size()));
   std::vector<std::int64_t> occupancy(topology.size(), 0);
   state.for_each_workload([&](const Workload& workload) {
     for (const auto& replica : state.placement(workload.id).replicas) {
@@ -83,17 +81,33 @@ TEST_SUITE("model") {
   }
 
   TEST_CASE("openb node list loads with synthesised topology") {
+    // tests/data holds a slice of the list: up to 3 nodes of every (model, GPU count) pair.
     const auto members =
-        shapes::load_openb_nodes(std::string(TOPOPREEMPT_DATA_DIR) + "/openb/openb_node_list_gpu_node.csv");
-    CHECK(members.size() == 1213);
+        shapes::load_openb_nodes(test_data("openb/openb_node_list_gpu_node.slice.csv").string());
+    CHECK(members.size() == 35);
     const Topology topology = shapes::cluster(members, 32);
-    CHECK(topology.device_count(Topology::root()) == 6212);
+    CHECK(topology.device_count(Topology::root()) == 152);
+    CHECK(topology.domains_at(topology.level_index("rack")).size() == 2);
     const auto cpu = static_cast<Eigen::Index>(topology.schema().index_of("cpu_milli"));
     const DomainId first = topology.domains_at(topology.host_level())[0];
     CHECK(topology.local_name(first) == "openb-node-0000");
     CHECK(topology.capacity(first)(cpu) == 64000);
+    const DomainId last = topology.domains_at(topology.host_level()).back();
+    CHECK(topology.local_name(last) == "openb-node-1033");
+    CHECK(topology.capacity(last)(cpu) == 128000);
     CHECK_THROWS_WITH_AS(shapes::load_openb_nodes("/nonexistent.csv"),
                          doctest::Contains("/nonexistent.csv"), std::runtime_error);
+  }
+
+  TEST_CASE("the full openb node list loads" * doctest::test_suite("full_data")) {
+    const auto file = data_file_or_skip("openb/openb_node_list_gpu_node.csv");
+    if (!file) {
+      return;
+    }
+    const auto members = shapes::load_openb_nodes(file->string());
+    CHECK(members.size() == 1213);
+    const Topology topology = shapes::cluster(members, 32);
+    CHECK(topology.device_count(Topology::root()) == 6212);
   }
 
   TEST_CASE("topology builder rejects malformed trees, naming the domain") {
@@ -116,8 +130,8 @@ TEST_SUITE("model") {
     CHECK_THROWS_AS(ResourceSchema::standard().make({{"tpu", 1}}), std::invalid_argument);
     const Topology topology = builder.build();
     CHECK(topology.size() == 3);
-    CHECK_THROWS_WITH_AS((void)topology.level_index("rack"), doctest::Contains("levels: cluster, node, gpu"),
-                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS((void)topology.level_index("rack"),
+                         doctest::Contains("levels: cluster, node, gpu"), std::invalid_argument);
   }
 
   TEST_CASE("allocation rejects invalid operations and leaves state unchanged") {
@@ -132,11 +146,12 @@ TEST_SUITE("model") {
     CHECK_THROWS_WITH_AS(state.add(gpu_job(2, 5, 2), first), doctest::Contains("over-commits"),
                          std::invalid_argument);
     // A placement whose replica count is wrong.
-    CHECK_THROWS_WITH_AS(state.add(gpu_job(3, 5, 2, 2), first), doctest::Contains("placement has 1"),
-                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(state.add(gpu_job(3, 5, 2, 2), first),
+                         doctest::Contains("placement has 1"), std::invalid_argument);
     // Unknown level in a requirement.
-    CHECK_THROWS_WITH_AS(state.add(gpu_job(4, 5, 2, 1, TopologyRequirement::guaranteed("nvl")), first),
-                         doctest::Contains("unknown topology level 'nvl'"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        state.add(gpu_job(4, 5, 2, 1, TopologyRequirement::guaranteed("nvl")), first),
+        doctest::Contains("unknown topology level 'nvl'"), std::invalid_argument);
     Workload negative = gpu_job(5, 5, 1);
     negative.demand.resources(2) = -5;
     CHECK_THROWS_WITH_AS(state.add(negative, first), doctest::Contains("negative demand"),
@@ -151,14 +166,16 @@ TEST_SUITE("model") {
     auto topology = shared(shapes::single_machine(shapes::rtx4090_server()));
     Allocation state(topology);
     // Two GPUs in one NUMA node never exist on this server: guaranteed numa cannot fit.
-    const auto numa2 = find_placement(state, gpu_job(1, 5, 2, 1, TopologyRequirement::guaranteed("numa")));
+    const auto numa2 =
+        find_placement(state, gpu_job(1, 5, 2, 1, TopologyRequirement::guaranteed("numa")));
     CHECK_FALSE(numa2.found);
     const auto socket2 =
         find_placement(state, gpu_job(1, 5, 2, 1, TopologyRequirement::guaranteed("socket")));
     REQUIRE(socket2.found);
     CHECK(topology->levels()[socket2.replica_level] == "socket");
     // Best effort at numa still places the job, at socket tier.
-    const auto best = find_placement(state, gpu_job(1, 5, 2, 1, TopologyRequirement::best_effort("numa")));
+    const auto best =
+        find_placement(state, gpu_job(1, 5, 2, 1, TopologyRequirement::best_effort("numa")));
     REQUIRE(best.found);
     CHECK(topology->levels()[best.replica_level] == "socket");
     // A node-scoped placement handed to a guaranteed-numa workload is refused.
@@ -178,8 +195,9 @@ TEST_SUITE("model") {
     state.add(gang, found.placement);
     check_aggregates(state);
     // 4 nodes x 2 sockets per rack = 8 slots per rack: a second gang of 6 fits only in rack 1.
-    const auto second = find_placement(state, gpu_job(2, 5, 4, 6, TopologyRequirement::guaranteed("socket"),
-                                                      TopologyRequirement::guaranteed("rack")));
+    const auto second =
+        find_placement(state, gpu_job(2, 5, 4, 6, TopologyRequirement::guaranteed("socket"),
+                                      TopologyRequirement::guaranteed("rack")));
     REQUIRE(second.found);
     CHECK(second.gang_domain != found.gang_domain);
     CHECK(replicas_that_fit(state, ResolvedDemand::of(gang, *topology), found.gang_domain) == 2);
@@ -227,7 +245,8 @@ TEST_SUITE("model") {
       if (running.empty() || random() % 3 != 0) {
         const auto gpus = static_cast<std::int32_t>(1 + random() % 3);
         const auto replicas = static_cast<std::int32_t>(1 + random() % 2);
-        Workload workload = gpu_job(next_id++, static_cast<std::int32_t>(random() % 10), gpus, replicas);
+        Workload workload =
+            gpu_job(next_id++, static_cast<std::int32_t>(random() % 10), gpus, replicas);
         if (random() % 2 == 0) workload.replica_scope = TopologyRequirement::guaranteed("socket");
         const auto found = find_placement(state, workload);
         if (!found.found) continue;

@@ -3,17 +3,26 @@
 # bootstrap): minimal stand-ins for the vcpkg helpers the port calls, then the checks vcpkg's
 # post-build validation would make on the resulting package tree.
 #
-#   cmake -DPORT_DIR=<repo>/ports/topopreempt -DWORK_DIR=<scratch dir> -P run-port.cmake
+#   cmake -DPORT_DIR=<repo>/ports/topopreempt -DWORK_DIR=<scratch dir> -DSOURCE_REPO=<git checkout>
+#         [-DINSTALLED_PREFIX=<prefix of the dependencies, e.g. an Eigen 5 install>]
+#         -P run-port.cmake
 #
+# vcpkg_from_github checks its arguments as the registry expects them (REPO owner/name, REF the
+# release tag v${VERSION}, a 128-digit SHA512, HEAD_REF) and, offline, "downloads" the tag's
+# tarball as `git archive` of SOURCE_REPO's HEAD, the commit that will be tagged.
 # The package lands in <WORK_DIR>/packages/topopreempt_x64-linux, usable as CMAKE_PREFIX_PATH.
 cmake_minimum_required(VERSION 3.21)
 
-foreach(_required PORT_DIR WORK_DIR)
+foreach(_required PORT_DIR WORK_DIR SOURCE_REPO)
   if(NOT DEFINED ${_required})
-    message(FATAL_ERROR "usage: cmake -DPORT_DIR=... -DWORK_DIR=... -P ${CMAKE_CURRENT_LIST_FILE}")
+    message(FATAL_ERROR "usage: cmake -DPORT_DIR=... -DWORK_DIR=... -DSOURCE_REPO=... "
+                        "[-DINSTALLED_PREFIX=...] -P ${CMAKE_CURRENT_LIST_FILE}")
   endif()
 endforeach()
 get_filename_component(PORT_DIR "${PORT_DIR}" ABSOLUTE)
+if(NOT DEFINED INSTALLED_PREFIX)
+  set(INSTALLED_PREFIX "")
+endif()
 
 set(PORT topopreempt)
 set(TARGET_TRIPLET x64-linux)
@@ -24,6 +33,45 @@ set(CURRENT_BUILDTREES_DIR "${WORK_DIR}/buildtrees/${PORT}")
 file(REMOVE_RECURSE "${CURRENT_PACKAGES_DIR}" "${CURRENT_BUILDTREES_DIR}")
 
 # --- Stand-ins for the vcpkg helpers ---------------------------------------------------------------
+function(vcpkg_from_github)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "OUT_SOURCE_PATH;REPO;REF;SHA512;HEAD_REF"
+                        "PATCHES")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "vcpkg_from_github: unknown arguments ${arg_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT arg_OUT_SOURCE_PATH)
+    message(FATAL_ERROR "vcpkg_from_github: OUT_SOURCE_PATH is required")
+  endif()
+  if(NOT arg_REPO MATCHES "^[A-Za-z0-9_.-]+/${PORT}$")
+    message(FATAL_ERROR "vcpkg_from_github: REPO '${arg_REPO}' is not <owner>/${PORT}")
+  endif()
+  if(NOT arg_REF STREQUAL "v${VERSION}")
+    message(FATAL_ERROR "vcpkg_from_github: REF '${arg_REF}' is not the release tag v${VERSION} "
+                        "of the port's version")
+  endif()
+  if(NOT arg_SHA512 MATCHES "^[0-9a-f]+$")
+    message(FATAL_ERROR "vcpkg_from_github: SHA512 '${arg_SHA512}' is not lower-case hex")
+  endif()
+  string(LENGTH "${arg_SHA512}" _length)
+  if(NOT _length EQUAL 128)
+    message(FATAL_ERROR "vcpkg_from_github: SHA512 has ${_length} hex digits, not 128")
+  endif()
+  if(NOT arg_HEAD_REF)
+    message(FATAL_ERROR "vcpkg_from_github: HEAD_REF (for --head builds) is missing")
+  endif()
+  # The download: what GitHub serves for the tag is `git archive` of the tagged commit.
+  set(_archive "${WORK_DIR}/downloads/${PORT}-${arg_REF}.tar.gz")
+  file(MAKE_DIRECTORY "${WORK_DIR}/downloads" "${CURRENT_BUILDTREES_DIR}/src")
+  execute_process(COMMAND git -C "${SOURCE_REPO}" archive --format=tar.gz
+                          "--prefix=${PORT}-${VERSION}/" -o "${_archive}" HEAD
+                  COMMAND_ERROR_IS_FATAL ANY)
+  file(SHA512 "${_archive}" _actual)
+  message(STATUS "vcpkg_from_github: ${arg_REPO}@${arg_REF} from ${SOURCE_REPO} HEAD "
+                 "(SHA512 ${_actual}; the port's is checked for form only)")
+  file(ARCHIVE_EXTRACT INPUT "${_archive}" DESTINATION "${CURRENT_BUILDTREES_DIR}/src")
+  set(${arg_OUT_SOURCE_PATH} "${CURRENT_BUILDTREES_DIR}/src/${PORT}-${VERSION}" PARENT_SCOPE)
+endfunction()
+
 function(vcpkg_cmake_configure)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "SOURCE_PATH" "OPTIONS;OPTIONS_RELEASE;OPTIONS_DEBUG")
   if(NOT VCPKG_BUILD_TYPE STREQUAL "release")
@@ -32,8 +80,18 @@ function(vcpkg_cmake_configure)
   execute_process(
     COMMAND "${CMAKE_COMMAND}" -S "${arg_SOURCE_PATH}" -B "${CURRENT_BUILDTREES_DIR}/rel"
             -DCMAKE_BUILD_TYPE=Release "-DCMAKE_INSTALL_PREFIX=${CURRENT_PACKAGES_DIR}"
+            "-DCMAKE_PREFIX_PATH=${INSTALLED_PREFIX}"
             ${arg_OPTIONS} ${arg_OPTIONS_RELEASE}
     COMMAND_ERROR_IS_FATAL ANY)
+  # vcpkg builds against its installed tree only: with INSTALLED_PREFIX, Eigen must come from it.
+  if(INSTALLED_PREFIX)
+    file(STRINGS "${CURRENT_BUILDTREES_DIR}/rel/CMakeCache.txt" _eigen_dir REGEX "^Eigen3_DIR:")
+    string(FIND "${_eigen_dir}" "${INSTALLED_PREFIX}" _at)
+    if(NOT _at GREATER -1)
+      message(FATAL_ERROR "Eigen3 was not taken from ${INSTALLED_PREFIX}: ${_eigen_dir}")
+    endif()
+    message(STATUS "vcpkg_cmake_configure: ${_eigen_dir}")
+  endif()
 endfunction()
 
 function(vcpkg_cmake_install)
@@ -82,6 +140,7 @@ include("${PORT_DIR}/portfile.cmake")
 # --- What vcpkg's post-build checks expect of a header-only package ----------------------------------
 foreach(_file share/${PORT}/copyright share/${PORT}/usage share/${PORT}/${PORT}-config.cmake
               share/${PORT}/${PORT}-config-version.cmake share/${PORT}/${PORT}-targets.cmake
+              share/${PORT}/TopopreemptEigenCheck.cmake
               include/${PORT}/${PORT}.hpp include/${PORT}/version.hpp)
   if(NOT EXISTS "${CURRENT_PACKAGES_DIR}/${_file}")
     message(FATAL_ERROR "package lacks ${_file}")
