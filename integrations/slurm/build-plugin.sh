@@ -28,17 +28,33 @@ for package in "${packages[@]}"; do
 done
 if ((${#missing[@]})); then
   step "apt-get install ${missing[*]}"
+  # The packages' postinst would start the system's munged and slurmd/slurmctld; the tests run
+  # their own private daemons and must leave none behind, so forbid service starts while
+  # installing (policy-rc.d, honoured by invoke-rc.d and deb-systemd-invoke).
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [[ ! -e "$policy" ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${SUDO[@]}" tee "$policy" >/dev/null
+    "${SUDO[@]}" chmod 0755 "$policy"
+    own_policy=1
+    trap '"${SUDO[@]}" rm -f "$policy"' EXIT
+  fi
   "${SUDO[@]}" apt-get update -q
   "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+  if ((own_policy)); then
+    "${SUDO[@]}" rm -f "$policy"
+    trap - EXIT
+  fi
 fi
-# The packages may start daemons where systemd runs; the tests start their own private ones.
 version="$(dpkg-query -W -f='${Version}' slurmctld)"
 step "slurmctld $version"
 
 SOURCE="$BUILD/source"
 tree="$(find "$SOURCE" -maxdepth 1 -mindepth 1 -type d -name 'slurm-wlm-*' 2>/dev/null | head -n1 || true)"
 if [[ -z "$tree" || "$(cat "$SOURCE/version" 2>/dev/null)" != "$version" ]]; then
-  if ! apt-cache showsrc slurm-wlm 2>/dev/null | grep -q '^Version:'; then
+  # Not `apt-cache ... | grep -q`: under pipefail grep's early exit fails the pipeline.
+  sources="$(apt-cache showsrc slurm-wlm 2>/dev/null || true)"
+  if ! grep -q '^Version:' <<<"$sources"; then
     step "adding deb-src entries (/etc/apt/sources.list.d/topopreempt-debian-src.sources)"
     python3 "$HERE/enable-deb-src.py" >"$BUILD/debian-src.sources"
     "${SUDO[@]}" install -m 0644 "$BUILD/debian-src.sources" \

@@ -377,6 +377,23 @@ static int _read_request(job_record_t* job_ptr, tp_request_t* request) {
   return 0;
 }
 
+static int _lower_preemptible_partition(void* x, void* key) {
+  part_record_t* part_ptr = x;
+  part_record_t* preemptor_part = key;
+
+  return (part_ptr->preempt_mode != PREEMPT_MODE_OFF) &&
+                 (part_ptr->priority_tier < preemptor_part->priority_tier)
+             ? 1
+             : 0;
+}
+
+/* Whether any partition could hold a victim of `preemptor`: pending jobs of the lowest tier
+ * (most of a queue) then cost nothing. part_list is not the list being iterated. */
+static bool _may_preempt_anyone(job_record_t* preemptor) {
+  return preemptor->part_ptr && part_list &&
+         list_find_first_ro(part_list, _lower_preemptible_partition, preemptor->part_ptr);
+}
+
 /* Makes the plan for `preemptor` current: recomputed when the preemptor or the state changed
  * (the engine caches by fingerprint, so an unchanged state costs one walk of job_list). */
 static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
@@ -394,7 +411,8 @@ static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
   plan_preemptor = preemptor;
   plan_preemptor_id = preemptor->job_id;
   plan_kind = TP_PLAN_NONE;
-  if (!engine || !head || _read_request(preemptor, &request)) return;
+  if (!engine || !head || !_may_preempt_anyone(preemptor) || _read_request(preemptor, &request))
+    return;
   fingerprint = _fingerprint(preemptor);
   _read_switches(&b);
   if (_read_nodes(&b) || _read_jobs(&b)) {
@@ -445,8 +463,10 @@ extern bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor, job_queue_re
 }
 
 extern bool preempt_p_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
-  if (!_stock_preemptable(preemptee, preemptor)) return false;
+  /* Before the stock test: _ensure_plan must see the first call of every pass to notice a
+   * changed state, whatever the first job in job_list is. */
   _ensure_plan(preemptee, preemptor);
+  if (!_stock_preemptable(preemptee, preemptor)) return false;
   switch (plan_kind) {
     case TP_PLAN_VICTIMS:
       return tp_engine_victim_rank(engine, preemptee->job_id) >= 0;

@@ -52,14 +52,23 @@ START = time.monotonic()
 
 
 def full_node(node, pattern):
-    """pattern: list of (partition, gpus) filling the node's 8 GPUs in order."""
+    """pattern: list of (partition, gpus) filling the node's 8 GPUs in order; gpus is a count
+    (`--gpus=N`) or the literal "1/socket" (`--gpus-per-socket=1 --sockets-per-node=2`)."""
     jobs = []
     for k, (partition, gpus) in enumerate(pattern):
-        jobs.append((f"{node}-{k}-{partition}{gpus}", node, partition, gpus))
+        if gpus == "1/socket":
+            args = ["--gpus-per-socket=1", "--sockets-per-node=2"]
+            label = "2s"
+        else:
+            args = [f"--gpus={gpus}"]
+            label = str(gpus)
+        jobs.append((f"{node}-{k}-{partition}{label}", node, partition, args))
     return jobs
 
 
 MID_MID = [("mid", 4), ("mid", 4)]
+SOCKET_REQUEST = "`--gpus-per-socket=4 --sockets-per-node=1 -N1`"
+SOCKET_ARGS = ["-N1", "--gpus-per-socket=4", "--sockets-per-node=1", "--cpus-per-gpu=1"]
 
 
 def scenario_socket():
@@ -73,8 +82,8 @@ def scenario_socket():
     holes = ["n2-2-low1"]
     return {
         "name": "socket",
-        "request": "`--gpus-per-socket=4 --sockets-per-node=1 -N1`",
-        "args": ["-N1", "--gpus-per-socket=4", "--sockets-per-node=1", "--cpus-per-gpu=1"],
+        "request": SOCKET_REQUEST,
+        "args": SOCKET_ARGS,
         "requirement": "socket",
         "fill": fill,
         "holes": holes,
@@ -115,16 +124,16 @@ def scenario_switch():
 
 
 def scenario_unsatisfiable():
-    # A high-tier (non-preemptible for a high-tier preemptor) job on every socket: no victim set
-    # frees 4 GPUs of one socket.
-    pattern = [("high", 1), ("low", 1), ("low", 1), ("low", 1)] * 2
+    # On every node a high-tier job (not a victim for a high-tier preemptor) holds one GPU of
+    # each socket, wherever Slurm puts the rest: no victim set frees 4 GPUs of one socket.
+    pattern = [("high", "1/socket")] + [("low", 1)] * 6
     fill = []
     for node in NODES:
         fill += full_node(node, pattern)
     return {
         "name": "unsatisfiable",
-        "request": "`--gpus-per-socket=4 --sockets-per-node=1 -N1`, a high-tier job on every socket",
-        "args": ["-N1", "--gpus-per-socket=4", "--sockets-per-node=1", "--cpus-per-gpu=1"],
+        "request": SOCKET_REQUEST + ", a high-tier job on every socket",
+        "args": SOCKET_ARGS,
         "requirement": "socket",
         "fill": fill,
         "holes": [],
@@ -149,7 +158,7 @@ class Cluster:
         for key in list(self.env):
             if key.startswith("SLURM_") and key != "SLURM_CONF":
                 del self.env[key]
-        self.plan_log = os.path.join(root, "plans.jsonl")
+        self.plan_log = None
 
     def path(self, *parts):
         return os.path.join(self.root, *parts)
@@ -173,13 +182,14 @@ class Cluster:
         with open(self.path("etc", "topology.conf"), "w") as out:
             out.write("SwitchName=s0 Nodes=n[0-3]\nSwitchName=s1 Nodes=n[4-7]\n"
                       "SwitchName=top Switches=s[0-1]\n")
+
+    def write_slurm_conf(self, preempt_type, plan_log):
+        self.plan_log = plan_log
         with open(self.path("etc", "topopreempt.conf"), "w") as out:
             out.write("# preempt/topopreempt for the loopback scenarios\n"
                       "solver = branch_and_bound\ncost_model = priority_weighted\n"
                       f"priority_offset = {PRIORITY_OFFSET:g}\ntime_limit_ms = 2000\n"
-                      f"plan_log = {self.plan_log}\n")
-
-    def write_slurm_conf(self, preempt_type):
+                      f"plan_log = {plan_log}\n")
         p = self.path
         ports = f"{self.base_port + 1}-{self.base_port + len(NODES)}"
         plugin_dirs = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
@@ -244,8 +254,11 @@ PartitionName=high Nodes=n[0-7] PriorityTier={TIERS['high']} PreemptMode=OFF Max
                               f"--seed-file={self.path('munge', 'munged.seed')}"])
         wait_for(lambda: os.path.exists(self.path("munge", "munge.socket")), 10, "munged socket")
 
-    def start_slurm(self, preempt_type):
-        self.write_slurm_conf(preempt_type)
+    def start_slurm(self, preempt_type, plan_log):
+        for sub in ("state", "spool"):
+            shutil.rmtree(self.path(sub), ignore_errors=True)
+            os.makedirs(self.path(sub))
+        self.write_slurm_conf(preempt_type, plan_log)
         conf = self.env["SLURM_CONF"]
         self.spawn("slurmctld", ["slurmctld", "-D", "-c", "-i", "-f", conf])
         wait_for(lambda: self.run(["scontrol", "ping"], check=False).returncode == 0, 30, "slurmctld")
@@ -359,8 +372,8 @@ def expand_hostlist(text):
 
 def fill_cluster(cluster, scenario):
     ids = {}
-    for name, node, partition, gpus in scenario["fill"]:
-        ids[name] = cluster.submit(name, partition, ["-N1", "-w", node, f"--gpus={gpus}", "--cpus-per-gpu=1"])
+    for name, node, partition, gpu_args in scenario["fill"]:
+        ids[name] = cluster.submit(name, partition, ["-N1", "-w", node, *gpu_args, "--cpus-per-gpu=1"])
     wait_for(lambda: all(cluster.job(i).get("JobState") == "RUNNING" for i in ids.values()), 60,
              "the fill jobs to run")
     for name in scenario["holes"]:
@@ -418,7 +431,7 @@ def run_scenario(cluster, scenario, mode):
 
 
 def partition_of(name):
-    return re.search(r"-(low|mid|high)\d+$", name).group(1)
+    return re.search(r"-(low|mid|high)\w+$", name).group(1)
 
 
 def read_plans(path):
@@ -460,24 +473,31 @@ def main():
     try:
         cluster.write_files()
         cluster.start_munge()
+        plans = {}
         for mode, preempt_type in (("stock", "preempt/partition_prio"), ("topopreempt", "preempt/topopreempt")):
-            log(f"starting slurmctld + {len(NODES)} slurmd with {preempt_type}")
-            cluster.start_slurm(preempt_type)
             for make in SCENARIOS:
                 scenario = make()
+                # A fresh slurmctld (state cleared) and slurmds per scenario: cons_tres's choice of
+                # GPU indexes depends on the nodes' history, so only a restart makes the two runs
+                # start from identical layouts (checked).
+                log(f"{scenario['name']}: slurmctld -c + {len(NODES)} slurmd with {preempt_type}")
+                plan_log = cluster.path(f"plans-{scenario['name']}.jsonl")
+                cluster.start_slurm(preempt_type, plan_log)
                 record = run_scenario(cluster, scenario, mode)
                 records.append(record)
+                if mode == "topopreempt":
+                    plans[scenario["name"]] = read_plans(plan_log)
                 log(f"{mode:12s} {scenario['name']:14s} victims={record['victims']} cost={record['cost']:g} "
                     f"started={record['started']} placement={record['placement']} "
                     f"requirement_held={record['requirement_held']} t={record['seconds_to_start']}")
-            cluster.stop_slurm()
-        evaluate(records, read_plans(cluster.plan_log), failures)
+                cluster.stop_slurm()
+        evaluate(records, plans, failures)
         if args.results:
             with open(args.results, "w") as out:
                 out.write(table(records))
         if args.json:
             with open(args.json, "w") as out:
-                json.dump({"records": records, "plans": read_plans(cluster.plan_log)}, out, indent=1)
+                json.dump({"records": records, "plans": plans}, out, indent=1)
         print(table(records))
     except BaseException as error:  # noqa: BLE001 - report, then clean up, then fail
         failures.append(f"{type(error).__name__}: {error}")
@@ -514,7 +534,7 @@ def evaluate(records, plans, failures):
         name = scenario["name"]
         s, t = stock[name], ours[name]
         check(s["layout"] == t["layout"], f"{name}: both runs start from the identical layout", failures)
-        mine = [p for p in plans if p["preemptor"] == t["preemptor"]]
+        mine = [p for p in plans.get(name, []) if p["preemptor"] == t["preemptor"]]
         check(all(p["verified"] for p in mine), f"{name}: verify_plan accepted all {len(mine)} plan(s)", failures)
         imposed = [p for p in mine if p["imposed"]]
         if scenario.get("expect_pending"):
