@@ -343,6 +343,17 @@ static int _read_request(job_record_t* job_ptr, tp_request_t* request) {
     debug("%s: %pJ: no details or a hetjob; stock behaviour", plugin_type, job_ptr);
     return -1;
   }
+  /* The model lets a job use any node: node lists, features, reservations and partitions
+   * over part of the cluster would make a plan Slurm cannot carry out. */
+  if (details->req_node_bitmap || details->exc_node_bitmap || details->features ||
+      job_ptr->resv_ptr || !job_ptr->part_ptr || !job_ptr->part_ptr->node_bitmap ||
+      (bit_set_count(job_ptr->part_ptr->node_bitmap) != node_record_count)) {
+    debug(
+        "%s: %pJ: node list, features, reservation or a partition over part of the cluster; "
+        "stock behaviour",
+        plugin_type, job_ptr);
+    return -1;
+  }
   if ((details->min_nodes < 1) || (details->max_nodes != details->min_nodes)) {
     debug("%s: %pJ: node count is a range (%u-%u); stock behaviour", plugin_type, job_ptr,
           details->min_nodes, details->max_nodes);

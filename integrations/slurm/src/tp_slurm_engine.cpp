@@ -148,8 +148,12 @@ Model build_model(const tp_snapshot_t& snapshot) {
   std::vector<std::string> levels = {"cluster"};
   for (int level = top_level; level >= 0; --level) levels.push_back(switch_level_name(level));
   for (const auto& level : base_levels()) levels.push_back(level);
-  tp::ResourceSchema schema(
-      {{"gpu", tp::ResourceKind::device}, {"core", tp::ResourceKind::pooled}});
+  // `node_slot` (1 per node, demanded by the preemptor only) keeps two replicas of a Slurm job
+  // off one node: `-N2` means two distinct nodes, and topopreempt has no anti-affinity of its
+  // own (a gang's replicas may share a host). Running jobs hold none, so nodes stay shared.
+  tp::ResourceSchema schema({{"gpu", tp::ResourceKind::device},
+                             {"core", tp::ResourceKind::pooled},
+                             {"node_slot", tp::ResourceKind::pooled}});
   tp::TopologyBuilder builder(levels, schema, "gpu", "node", "cluster");
 
   // Switches top-down, so that every parent exists before its children.
@@ -178,7 +182,7 @@ Model build_model(const tp_snapshot_t& snapshot) {
     const auto parent = node.leaf_switch >= 0 && node.leaf_switch < snapshot.switch_count
                             ? switch_handle[static_cast<std::size_t>(node.leaf_switch)]
                             : builder.root();
-    const auto host = builder.add(parent, "node", node.name);
+    const auto host = builder.add(parent, "node", node.name, schema.make({{"node_slot", 1}}));
     std::vector<tp::TopologyBuilder::Handle> sockets;
     for (int s = 0; s < node.sockets; ++s) {
       sockets.push_back(builder.add(host, "socket", "socket" + std::to_string(s),
@@ -217,6 +221,11 @@ tp::ReplicaPlacement holding_entries(const Model& model, const tp_snapshot_t& sn
   const tp::Topology& topology = *model.topology;
   const tp_node_t& node = snapshot.nodes[holding.node];
   const tp::DomainId host = node_domain(model, node);
+  if (node.gpus < 64 && (holding.gpu_mask >> node.gpus) != 0) {
+    throw std::invalid_argument("a job holds a GPU index >= " + std::to_string(node.gpus) +
+                                " on node " + node.name + ", which has " +
+                                std::to_string(node.gpus) + " GPUs");
+  }
   tp::ReplicaPlacement replica;
   for (int g = 0; g < node.gpus; ++g) {
     if ((holding.gpu_mask >> g & 1U) == 0) continue;
@@ -300,7 +309,8 @@ tp::Workload preemptor_workload(const Model& model, const tp_request_t& request)
   w.priority = request.priority;
   w.replicas = request.nodes;
   w.demand.whole_devices = request.gpus_per_node;
-  w.demand.resources = model.topology->schema().make({{"core", request.cores_per_node}});
+  w.demand.resources =
+      model.topology->schema().make({{"core", request.cores_per_node}, {"node_slot", 1}});
   // A Slurm node's share never spans nodes: -N1 is the node scope.
   w.replica_scope = tp::TopologyRequirement::guaranteed(
       request.replica_scope == TP_SCOPE_SOCKET ? "socket" : "node");
