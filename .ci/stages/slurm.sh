@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# CI stage: preempt/topopreempt inside a real Slurm (Debian 12's slurmctld 22.05.8).
+# On a fresh Debian 12 machine: installs Slurm and munge, fetches Debian's slurm-wlm source
+# package, configures it, builds the plugin, then runs a loopback cluster (munged, slurmctld,
+# 8 slurmd) through every scenario with stock preempt/partition_prio and with
+# preempt/topopreempt, and checks that Slurm imposed topopreempt's verified plans.
+# Needs root or sudo. Leaves no daemon running (the scenario script kills and checks).
+# Usage: bash .ci/stages/slurm.sh   (from the repository root; build output in build/slurm)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROOT="$PWD"
+BUILD="$ROOT/build/slurm"
+SUDO=()
+((EUID == 0)) || SUDO=(sudo)
+
+section() { printf '\n===== [slurm %4ds] %s =====\n' "$SECONDS" "$*"; }
+
+section "build the plugin (apt, apt-get source, configure, compile)"
+timeout 480 bash integrations/slurm/build-plugin.sh "$BUILD"
+
+section "loopback cluster: stock partition_prio vs topopreempt"
+# The script traps SIGTERM and stops everything it started; timeout sends SIGTERM first.
+timeout --kill-after=30 300 "${SUDO[@]}" python3 integrations/slurm/tests/run_scenarios.py \
+  --plugin-dir "$BUILD/plugin" --results "$BUILD/results.md" --json "$BUILD/results.json"
+
+section "no Slurm or munge daemon of ours left"
+if pgrep -a -f 'topopreempt-slurm\.' >/dev/null; then
+  pgrep -a -f 'topopreempt-slurm\.'
+  echo "ERROR: processes of the scenario run survived" >&2
+  exit 1
+fi
+section "slurm stage passed"

@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * preempt/topopreempt: a Slurm 22.05 preempt plugin whose victims are topopreempt's plan.
+ *
+ * Slurm asks a preempt plugin, pair by pair, whether a pending job may preempt a running one
+ * (preempt_p_preemptable), then sorts the candidates by PREEMPT_DATA_PRIO; select/cons_tres
+ * removes them in that order until the pending job fits. We read the cluster (nodes, sockets,
+ * cores, GPUs with their indexes, switches, running jobs and exactly what they hold) into the
+ * plain data of tp_slurm_bridge.h, let the C++ planner compute and verify a minimum-cost plan
+ * once per (preemptor, state), and then call preemptable exactly the plan's victims, ranked
+ * first. Whenever no plan applies (an option we cannot model, an error) we answer as
+ * preempt/partition_prio does, so the plugin never makes Slurm worse than stock.
+ *
+ * This file reads slurmctld's internal structures, so it must be compiled against the headers
+ * of the exact Slurm source the running slurmctld was built from (build-plugin.sh does).
+ */
+/* Slurm's config.h must come first (it sets feature macros the headers depend on), and
+ * clang-format would move Slurm's preempt.h above it as this file's "main" header. */
+// clang-format off
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+#include "src/common/bitstring.h"
+#include "src/common/gres.h"
+#include "src/common/job_resources.h"
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/node_conf.h"
+#include "src/common/read_config.h"
+#include "src/common/slurm_topology.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/preempt.h"
+#include "src/slurmctld/slurmctld.h"
+#include "tp_slurm_bridge.h"
+// clang-format on
+
+const char plugin_name[] = "Topology-aware preemption (topopreempt) plugin";
+const char plugin_type[] = "preempt/topopreempt";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+/*
+ * preempt_p_preemptable runs inside list_for_each(job_list, ...), which holds job_list's own
+ * lock, so any list_* call on job_list from here would deadlock. The only way to read the
+ * other jobs is to walk the list's nodes ourselves (the lock we would need is already held by
+ * our own thread, and slurmctld's job write lock is held too). The list's private layout
+ * is copied verbatim from src/common/list.c of the same source tree by build-plugin.sh.
+ */
+#include "tp_list_layout.h" /* generated from src/common/list.c by build-plugin.sh */
+#define TP_LIST_MAGIC 0xDEADBEEF
+
+static tp_engine_t* engine = NULL;
+
+/* The plan in force: for which preemptor (pointer and id), on which state. */
+static job_record_t* plan_preemptor = NULL;
+static uint32_t plan_preemptor_id = 0;
+static tp_plan_kind_t plan_kind = TP_PLAN_NONE;
+
+static void _log(int severity, const char* message) {
+  if (severity >= 2)
+    error("%s: %s", plugin_type, message);
+  else if (severity == 1)
+    info("%s: %s", plugin_type, message);
+  else
+    debug("%s: %s", plugin_type, message);
+}
+
+/* ---- stock behaviour: exactly preempt/partition_prio's answers --------------------------- */
+
+static uint16_t _job_preempt_mode(job_record_t* job_ptr) {
+  part_record_t* part_ptr = job_ptr->part_ptr;
+
+  if (part_ptr && (part_ptr->preempt_mode != NO_VAL16))
+    return (part_ptr->preempt_mode & (~PREEMPT_MODE_GANG));
+  return (slurm_conf.preempt_mode & (~PREEMPT_MODE_GANG));
+}
+
+static uint32_t _stock_prio(job_record_t* job_ptr) {
+  uint32_t job_prio = job_ptr->part_ptr ? (job_ptr->part_ptr->priority_tier << 16) : 0;
+
+  return job_prio + ((job_ptr->node_cnt >= 0xffff) ? 0xffff : job_ptr->node_cnt);
+}
+
+static bool _stock_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
+  if (!preemptee->part_ptr || !preemptor->part_ptr ||
+      (preemptee->part_ptr->priority_tier >= preemptor->part_ptr->priority_tier) ||
+      (preemptee->part_ptr->preempt_mode == PREEMPT_MODE_OFF))
+    return false;
+  return true;
+}
+
+/* ---- reading slurmctld's state ------------------------------------------------------------ */
+
+static struct listNode* _job_list_head(void) {
+  struct xlist* list = (struct xlist*)job_list;
+
+  if (!list || (list->magic != TP_LIST_MAGIC)) return NULL;
+  return list->head;
+}
+
+static bool _holds_resources(job_record_t* job_ptr) {
+  return (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) && job_ptr->job_resrcs &&
+         job_ptr->job_resrcs->node_bitmap;
+}
+
+static uint64_t _fnv(uint64_t hash, uint64_t value) {
+  for (int i = 0; i < 8; i++) {
+    hash ^= (value >> (8 * i)) & 0xff;
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+/* Identifies the state a plan depends on: every job holding resources, and what it is. */
+static uint64_t _fingerprint(job_record_t* preemptor) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+
+  hash = _fnv(hash, preemptor->job_id);
+  for (struct listNode* p = _job_list_head(); p; p = p->next) {
+    job_record_t* job_ptr = p->data;
+
+    if (!job_ptr || !_holds_resources(job_ptr)) continue;
+    hash = _fnv(hash, job_ptr->job_id);
+    hash = _fnv(hash, job_ptr->job_state);
+    hash = _fnv(hash, (uint64_t)job_ptr->start_time);
+    hash = _fnv(hash, job_ptr->node_cnt);
+  }
+  hash = _fnv(hash, (uint64_t)last_node_update);
+  return hash;
+}
+
+static gres_state_t* _find_gpu_gres(List gres_list) {
+  ListIterator iter;
+  gres_state_t *gres_state, *found = NULL;
+
+  if (!gres_list) return NULL;
+  iter = list_iterator_create(gres_list);
+  while ((gres_state = list_next(iter))) {
+    if (!xstrcmp(gres_state->gres_name, "gpu")) {
+      found = gres_state;
+      break;
+    }
+  }
+  list_iterator_destroy(iter);
+  return found;
+}
+
+typedef struct {
+  tp_switch_t* switches;
+  int switch_count;
+  tp_node_t* nodes;
+  int node_count;
+  tp_job_t* jobs;
+  int job_count;
+  int job_capacity;
+  tp_holding_t* holdings;
+  int holding_count;
+  int holding_capacity;
+} snapshot_buffers_t;
+
+static void _free_buffers(snapshot_buffers_t* b) {
+  xfree(b->switches);
+  xfree(b->nodes);
+  xfree(b->jobs);
+  xfree(b->holdings);
+}
+
+static void _read_switches(snapshot_buffers_t* b) {
+  b->switch_count = switch_record_cnt;
+  b->switches = xcalloc(switch_record_cnt + 1, sizeof(tp_switch_t));
+  for (int s = 0; s < switch_record_cnt; s++) {
+    b->switches[s].name = switch_record_table[s].name;
+    b->switches[s].level = switch_record_table[s].level;
+    b->switches[s].parent = -1;
+  }
+  /* Parents from the child lists: a top switch's own parent field is not set by tree. */
+  for (int s = 0; s < switch_record_cnt; s++) {
+    for (int c = 0; c < switch_record_table[s].num_switches; c++) {
+      int child = switch_record_table[s].switch_index[c];
+      if ((child >= 0) && (child < switch_record_cnt)) b->switches[child].parent = s;
+    }
+  }
+}
+
+/* The socket all of gres.conf's Cores= for one GPU lie on, or -1. */
+static int _socket_of_cores(bitstr_t* cores, int cores_per_socket) {
+  int socket = -1;
+
+  if (!cores || (cores_per_socket <= 0)) return -1;
+  for (bitoff_t c = 0; c < bit_size(cores); c++) {
+    if (!bit_test(cores, c)) continue;
+    if (socket == -1)
+      socket = c / cores_per_socket;
+    else if (socket != c / cores_per_socket)
+      return -1;
+  }
+  return socket;
+}
+
+static int _read_nodes(snapshot_buffers_t* b) {
+  b->node_count = node_record_count;
+  b->nodes = xcalloc(node_record_count + 1, sizeof(tp_node_t));
+  for (int i = 0; i < node_record_count; i++) {
+    node_record_t* node_ptr = node_record_table_ptr[i];
+    tp_node_t* node = &b->nodes[i];
+    gres_state_t* gpu;
+    gres_node_state_t* gpu_state;
+
+    node->leaf_switch = -1;
+    if (!node_ptr) { /* a removed dynamic node: no capacity */
+      node->name = "";
+      continue;
+    }
+    node->name = node_ptr->name;
+    node->sockets = node_ptr->tot_sockets;
+    node->cores_per_socket = node_ptr->cores;
+    if (node->sockets > TP_MAX_SOCKETS) {
+      error("%s: node %s has %d sockets, more than %d", plugin_type, node_ptr->name, node->sockets,
+            TP_MAX_SOCKETS);
+      return -1;
+    }
+    for (int s = 0; s < switch_record_cnt; s++) {
+      if ((switch_record_table[s].level == 0) && switch_record_table[s].node_bitmap &&
+          bit_test(switch_record_table[s].node_bitmap, i)) {
+        node->leaf_switch = s;
+        break;
+      }
+    }
+    gpu = _find_gpu_gres(node_ptr->gres_list);
+    if (!gpu || !gpu->gres_data) continue;
+    gpu_state = gpu->gres_data;
+    if (gpu_state->gres_cnt_avail > TP_MAX_GPUS) {
+      error("%s: node %s has %" PRIu64 " GPUs, more than %d", plugin_type, node_ptr->name,
+            gpu_state->gres_cnt_avail, TP_MAX_GPUS);
+      return -1;
+    }
+    node->gpus = gpu_state->gres_cnt_avail;
+    for (int g = 0; g < node->gpus; g++) node->gpu_socket[g] = -1;
+    for (int t = 0; t < gpu_state->topo_cnt; t++) {
+      bitstr_t* gpus = gpu_state->topo_gres_bitmap ? gpu_state->topo_gres_bitmap[t] : NULL;
+      int socket =
+          _socket_of_cores(gpu_state->topo_core_bitmap ? gpu_state->topo_core_bitmap[t] : NULL,
+                           node->cores_per_socket);
+      if (!gpus) continue;
+      for (int g = 0; (g < node->gpus) && (g < bit_size(gpus)); g++) {
+        if (bit_test(gpus, g)) node->gpu_socket[g] = socket;
+      }
+    }
+  }
+  return 0;
+}
+
+static tp_holding_t* _new_holding(snapshot_buffers_t* b) {
+  if (b->holding_count == b->holding_capacity) {
+    b->holding_capacity = b->holding_capacity ? 2 * b->holding_capacity : 64;
+    xrecalloc(b->holdings, b->holding_capacity, sizeof(tp_holding_t));
+  }
+  memset(&b->holdings[b->holding_count], 0, sizeof(tp_holding_t));
+  return &b->holdings[b->holding_count++];
+}
+
+static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr) {
+  job_resources_t* res = job_ptr->job_resrcs;
+  gres_state_t* gpu = _find_gpu_gres(job_ptr->gres_list_alloc);
+  gres_job_state_t* gpu_state = gpu ? gpu->gres_data : NULL;
+  tp_job_t* job;
+  int job_node = 0;
+  uint16_t mode = _job_preempt_mode(job_ptr);
+
+  if (b->job_count == b->job_capacity) {
+    b->job_capacity = b->job_capacity ? 2 * b->job_capacity : 32;
+    xrecalloc(b->jobs, b->job_capacity, sizeof(tp_job_t));
+  }
+  job = &b->jobs[b->job_count++];
+  job->job_id = job_ptr->job_id;
+  job->name = job_ptr->name ? job_ptr->name : "";
+  job->partition = job_ptr->part_ptr ? job_ptr->part_ptr->name : "";
+  job->priority = job_ptr->part_ptr ? job_ptr->part_ptr->priority_tier : 0;
+  /* cons_tres can only take REQUEUE and CANCEL victims out of its simulated cluster. */
+  job->preemptible = job_ptr->part_ptr && (job_ptr->part_ptr->preempt_mode != PREEMPT_MODE_OFF) &&
+                     ((mode == PREEMPT_MODE_REQUEUE) || (mode == PREEMPT_MODE_CANCEL)) &&
+                     !job_ptr->het_job_id && !IS_JOB_SUSPENDED(job_ptr);
+  job->start_time = (double)job_ptr->start_time;
+  job->first_holding = b->holding_count;
+
+  for (int n = bit_ffs(res->node_bitmap); n >= 0 && n < bit_size(res->node_bitmap); n++) {
+    node_record_t* node_ptr;
+    tp_holding_t* holding;
+
+    if (!bit_test(res->node_bitmap, n)) continue;
+    node_ptr = node_record_table_ptr[n];
+    if (!node_ptr) return -1;
+    holding = _new_holding(b);
+    holding->node = n;
+    for (int s = 0; s < node_ptr->tot_sockets; s++) {
+      for (int c = 0; c < node_ptr->cores; c++) {
+        if (get_job_resources_bit(res, job_node, s, c) == 1) holding->cores_on_socket[s]++;
+      }
+    }
+    if (gpu_state && gpu_state->gres_bit_alloc && (job_node < (int)gpu_state->node_cnt) &&
+        gpu_state->gres_bit_alloc[job_node]) {
+      bitstr_t* gpus = gpu_state->gres_bit_alloc[job_node];
+      for (int g = 0; (g < bit_size(gpus)) && (g < TP_MAX_GPUS); g++) {
+        if (bit_test(gpus, g)) holding->gpu_mask |= (UINT64_C(1) << g);
+      }
+    }
+    job_node++;
+  }
+  job->holding_count = b->holding_count - job->first_holding;
+  return 0;
+}
+
+static int _read_jobs(snapshot_buffers_t* b) {
+  for (struct listNode* p = _job_list_head(); p; p = p->next) {
+    job_record_t* job_ptr = p->data;
+
+    if (!job_ptr || !_holds_resources(job_ptr)) continue;
+    if (_read_job(b, job_ptr)) return -1;
+  }
+  return 0;
+}
+
+/* ---- the pending job's request ------------------------------------------------------------ */
+
+/* Returns 0 and fills `request` when the job's options map onto the model, else -1 (and says
+ * why at debug level: such a job gets stock behaviour). */
+static int _read_request(job_record_t* job_ptr, tp_request_t* request) {
+  struct job_details* details = job_ptr->details;
+  gres_state_t* gpu = _find_gpu_gres(job_ptr->gres_list_req);
+  gres_job_state_t* gpu_state = gpu ? gpu->gres_data : NULL;
+  uint16_t sockets_per_node = NO_VAL16;
+
+  memset(request, 0, sizeof(*request));
+  request->job_id = job_ptr->job_id;
+  request->name = job_ptr->name ? job_ptr->name : "";
+  request->priority = job_ptr->part_ptr ? job_ptr->part_ptr->priority_tier : 0;
+  if (!details || job_ptr->het_job_id) {
+    debug("%s: %pJ: no details or a hetjob; stock behaviour", plugin_type, job_ptr);
+    return -1;
+  }
+  /* The model lets a job use any node: node lists, features, reservations and partitions
+   * over part of the cluster would make a plan Slurm cannot carry out. */
+  if (details->req_node_bitmap || details->exc_node_bitmap || details->features ||
+      job_ptr->resv_ptr || !job_ptr->part_ptr || !job_ptr->part_ptr->node_bitmap ||
+      (bit_set_count(job_ptr->part_ptr->node_bitmap) != node_record_count)) {
+    debug(
+        "%s: %pJ: node list, features, reservation or a partition over part of the cluster; "
+        "stock behaviour",
+        plugin_type, job_ptr);
+    return -1;
+  }
+  if ((details->min_nodes < 1) || (details->max_nodes != details->min_nodes)) {
+    debug("%s: %pJ: node count is a range (%u-%u); stock behaviour", plugin_type, job_ptr,
+          details->min_nodes, details->max_nodes);
+    return -1;
+  }
+  request->nodes = details->min_nodes;
+  if (details->mc_ptr) sockets_per_node = details->mc_ptr->sockets_per_node;
+  if (gpu_state && gpu_state->gres_per_socket && (sockets_per_node == 1)) {
+    request->gpus_per_node = gpu_state->gres_per_socket;
+    request->replica_scope = TP_SCOPE_SOCKET;
+  } else if (gpu_state && gpu_state->gres_per_socket) {
+    debug("%s: %pJ: --gpus-per-socket without --sockets-per-node=1; stock behaviour", plugin_type,
+          job_ptr);
+    return -1;
+  } else if (gpu_state && gpu_state->gres_per_node) {
+    request->gpus_per_node = gpu_state->gres_per_node;
+  } else if (gpu_state && gpu_state->gres_per_job &&
+             (gpu_state->gres_per_job % request->nodes == 0)) {
+    request->gpus_per_node = gpu_state->gres_per_job / request->nodes;
+  } else if (gpu_state) {
+    debug("%s: %pJ: GPU request not evenly spread over its nodes; stock behaviour", plugin_type,
+          job_ptr);
+    return -1;
+  }
+  /* Whole cores, spread evenly; rounding up keeps the plan sufficient. */
+  request->cores_per_node = (details->min_cpus + request->nodes - 1) / request->nodes;
+  request->one_switch = (job_ptr->req_switch == 1);
+  if (job_ptr->req_switch > 1) {
+    debug("%s: %pJ: --switches=%u; stock behaviour", plugin_type, job_ptr, job_ptr->req_switch);
+    return -1;
+  }
+  return 0;
+}
+
+static int _lower_preemptible_partition(void* x, void* key) {
+  part_record_t* part_ptr = x;
+  part_record_t* preemptor_part = key;
+
+  return (part_ptr->preempt_mode != PREEMPT_MODE_OFF) &&
+                 (part_ptr->priority_tier < preemptor_part->priority_tier)
+             ? 1
+             : 0;
+}
+
+/* Whether any partition could hold a victim of `preemptor`: pending jobs of the lowest tier
+ * (most of a queue) then cost nothing. part_list is not the list being iterated. */
+static bool _may_preempt_anyone(job_record_t* preemptor) {
+  return preemptor->part_ptr && part_list &&
+         list_find_first_ro(part_list, _lower_preemptible_partition, preemptor->part_ptr);
+}
+
+/* Makes the plan for `preemptor` current: recomputed when the preemptor or the state changed
+ * (the engine caches by fingerprint, so an unchanged state costs one walk of job_list). */
+static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
+  snapshot_buffers_t b = {0};
+  tp_snapshot_t snapshot;
+  tp_request_t request;
+  uint64_t fingerprint;
+  struct listNode* head = _job_list_head();
+
+  /* Within one list_for_each pass the state cannot change (we hold the locks): only the
+   * pass's first call, or a new preemptor, needs to look at the cluster again. */
+  if ((plan_preemptor == preemptor) && (plan_preemptor_id == preemptor->job_id) && head &&
+      (head->data != preemptee))
+    return;
+  plan_preemptor = preemptor;
+  plan_preemptor_id = preemptor->job_id;
+  plan_kind = TP_PLAN_NONE;
+  if (!engine || !head || !_may_preempt_anyone(preemptor) || _read_request(preemptor, &request))
+    return;
+  fingerprint = _fingerprint(preemptor);
+  _read_switches(&b);
+  if (_read_nodes(&b) || _read_jobs(&b)) {
+    error("%s: could not read the cluster state; stock behaviour for %pJ", plugin_type, preemptor);
+    _free_buffers(&b);
+    return;
+  }
+  snapshot.switches = b.switches;
+  snapshot.switch_count = b.switch_count;
+  snapshot.nodes = b.nodes;
+  snapshot.node_count = b.node_count;
+  snapshot.jobs = b.jobs;
+  snapshot.job_count = b.job_count;
+  snapshot.holdings = b.holdings;
+  snapshot.holding_count = b.holding_count;
+  snapshot.now = (double)time(NULL);
+  plan_kind = tp_engine_plan(engine, &snapshot, &request, fingerprint);
+  _free_buffers(&b);
+}
+
+/* ---- the plugin API ----------------------------------------------------------------------- */
+
+extern int init(void) {
+  char* config = get_extra_conf_path("topopreempt.conf");
+
+  engine = tp_engine_create(config, _log);
+  if (!engine)
+    error(
+        "%s: configuration %s rejected; every decision falls back to stock "
+        "partition_prio behaviour",
+        plugin_type, config);
+  else
+    verbose("%s loaded (configuration %s)", plugin_type, config);
+  xfree(config);
+  return SLURM_SUCCESS;
+}
+
+extern void fini(void) {
+  tp_engine_destroy(engine);
+  engine = NULL;
+  plan_preemptor = NULL;
+}
+
+extern bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor, job_queue_rec_t* preemptee) {
+  return preemptor->part_ptr && preemptee->part_ptr &&
+         bit_overlap_any(preemptor->part_ptr->node_bitmap, preemptee->part_ptr->node_bitmap) &&
+         (preemptor->part_ptr->priority_tier > preemptee->part_ptr->priority_tier);
+}
+
+extern bool preempt_p_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
+  /* Before the stock test: _ensure_plan must see the first call of every pass to notice a
+   * changed state, whatever the first job in job_list is. */
+  _ensure_plan(preemptee, preemptor);
+  if (!_stock_preemptable(preemptee, preemptor)) return false;
+  switch (plan_kind) {
+    case TP_PLAN_VICTIMS:
+      return tp_engine_victim_rank(engine, preemptee->job_id) >= 0;
+    case TP_PLAN_NOTHING:
+      return false;
+    case TP_PLAN_NONE:
+    default:
+      return true;
+  }
+}
+
+extern int preempt_p_get_data(job_record_t* job_ptr, slurm_preempt_data_type_t data_type,
+                              void* data) {
+  int rank;
+
+  switch (data_type) {
+    case PREEMPT_DATA_ENABLED:
+      (*(bool*)data) = slurm_conf.preempt_mode != PREEMPT_MODE_OFF;
+      break;
+    case PREEMPT_DATA_MODE:
+      (*(uint16_t*)data) = _job_preempt_mode(job_ptr);
+      break;
+    case PREEMPT_DATA_PRIO:
+      /* The plan's victims first, in its order: cons_tres removes them in this order. */
+      rank = (plan_kind == TP_PLAN_VICTIMS) ? tp_engine_victim_rank(engine, job_ptr->job_id) : -1;
+      (*(uint32_t*)data) = (rank >= 0) ? (uint32_t)rank : _stock_prio(job_ptr);
+      break;
+    case PREEMPT_DATA_GRACE_TIME:
+      (*(uint32_t*)data) = job_ptr->part_ptr ? job_ptr->part_ptr->grace_time : 0;
+      break;
+    default:
+      error("%s: unknown enum %d", __func__, data_type);
+      return SLURM_ERROR;
+  }
+  return SLURM_SUCCESS;
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Plain-data interface between the Slurm side of the preempt/topopreempt plugin (C, compiled
+ * against Slurm's internal headers, which do not compile as C++) and the planner (C++20, built
+ * on the topopreempt library). Nothing here refers to a Slurm type, so both sides include it.
+ *
+ * Thread-safety: slurmctld calls the preempt plugin with its job write lock held, so every
+ * function here runs on one thread at a time; the engine is not safe for concurrent calls.
+ */
+#ifndef TOPOPREEMPT_SLURM_BRIDGE_H
+#define TOPOPREEMPT_SLURM_BRIDGE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TP_MAX_SOCKETS 8 /* sockets per node the snapshot describes */
+#define TP_MAX_GPUS 64   /* GPUs per node (one bit each in a uint64_t) */
+
+/* A switch of topology/tree. `level` is Slurm's (0 = leaf switch); `parent` indexes the
+ * switch array, or -1 for a top switch. */
+typedef struct {
+  const char* name;
+  int level;
+  int parent;
+} tp_switch_t;
+
+/* A node: its leaf switch (-1: none), sockets x cores, and its GPUs (gres/gpu with File=),
+ * each attached to the socket whose cores gres.conf binds it to (-1: no single socket). */
+typedef struct {
+  const char* name;
+  int leaf_switch;
+  int sockets;
+  int cores_per_socket;
+  int gpus;
+  int gpu_socket[TP_MAX_GPUS];
+} tp_node_t;
+
+/* What one running job holds on one node: exact GPU indexes and cores per socket. */
+typedef struct {
+  int node;
+  uint64_t gpu_mask;
+  int cores_on_socket[TP_MAX_SOCKETS];
+} tp_holding_t;
+
+/* A running job. Its holdings are `holdings[first_holding .. first_holding + holding_count)`. */
+typedef struct {
+  uint32_t job_id;
+  const char* name;
+  const char* partition;
+  int priority;      /* partition PriorityTier */
+  int preemptible;   /* PreemptMode of its partition is CANCEL or REQUEUE, not a hetjob */
+  double start_time; /* seconds since the epoch */
+  int first_holding;
+  int holding_count;
+} tp_job_t;
+
+/* The cluster as slurmctld sees it at one moment. */
+typedef struct {
+  const tp_switch_t* switches;
+  int switch_count;
+  const tp_node_t* nodes;
+  int node_count;
+  const tp_job_t* jobs;
+  int job_count;
+  const tp_holding_t* holdings;
+  int holding_count;
+  double now; /* seconds since the epoch */
+} tp_snapshot_t;
+
+/* Where a pending job must land, translated from its Slurm options. */
+typedef enum {
+  TP_SCOPE_NONE = 0,   /* anywhere on its nodes */
+  TP_SCOPE_SOCKET = 1, /* --gpus-per-socket=N --sockets-per-node=1: each node's share on 1 socket */
+} tp_replica_scope_t;
+
+typedef struct {
+  uint32_t job_id;
+  const char* name;
+  int priority;       /* partition PriorityTier */
+  int nodes;          /* exact node count (min_nodes == max_nodes) */
+  int gpus_per_node;  /* whole GPUs on each node */
+  int cores_per_node; /* cores on each node (one CPU = one core; threads are not modelled) */
+  tp_replica_scope_t replica_scope;
+  int one_switch; /* --switches=1: all nodes under one leaf switch */
+} tp_request_t;
+
+typedef enum {
+  TP_PLAN_NONE = 0,    /* no plan: answer as preempt/partition_prio does */
+  TP_PLAN_VICTIMS = 1, /* preempt exactly the victims, in rank order */
+  TP_PLAN_NOTHING = 2, /* infeasible: preempting cannot help, so preempt nothing */
+} tp_plan_kind_t;
+
+typedef void (*tp_log_fn)(int severity /* 0 debug, 1 info, 2 error */, const char* message);
+
+typedef struct tp_engine tp_engine_t;
+
+/* Reads the configuration file (NULL or missing file: defaults). Never throws; returns NULL and
+ * logs through `log` on a malformed file. */
+tp_engine_t* tp_engine_create(const char* config_path, tp_log_fn log);
+void tp_engine_destroy(tp_engine_t* engine);
+
+/* Plans for `request` on `snapshot`, or reuses the cached plan when neither changed since the
+ * last call. `fingerprint` identifies the state (the caller hashes what it read). Never throws:
+ * every error is logged and yields TP_PLAN_NONE. */
+tp_plan_kind_t tp_engine_plan(tp_engine_t* engine, const tp_snapshot_t* snapshot,
+                              const tp_request_t* request, uint64_t fingerprint);
+
+/* Rank (0 = first) of `job_id` among the victims of the current plan, or -1. */
+int tp_engine_victim_rank(const tp_engine_t* engine, uint32_t job_id);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TOPOPREEMPT_SLURM_BRIDGE_H */

@@ -1,0 +1,579 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A real Slurm cluster on loopback: stock preemption against preempt/topopreempt.
+
+Writes slurm.conf, gres.conf, topology.conf, topopreempt.conf and a munge key into a private
+temporary directory, starts munged, slurmctld and 8 slurmd (n0..n7 on 127.0.0.1, one port
+each) with private sockets, state, spool and log directories, and never reads or writes the
+system's Slurm or munge configuration. Each scenario fills the cluster with low-priority
+preemptible `sleep` jobs, then submits one high-priority job with a topology request. Every
+scenario runs twice on identical states: with Slurm's stock preempt/partition_prio (slurmdbd
+is kept out of CI, hence no preempt/qos) and with preempt/topopreempt.
+
+Asserts: under topopreempt Slurm preempted exactly the plan the plugin logged for that state
+(and verify_plan accepted it), the preemptor started inside its requirement, our victim cost
+is never above stock's, and stock is worse on at least one scenario. Everything started here
+is stopped on exit, even on failure; a final check fails if any of our processes survive.
+
+Usage: run_scenarios.py --plugin-dir build/slurm/plugin [--results results.md] [--keep]
+Needs root (fake GPUs are character devices made with mknod). Python standard library only.
+"""
+import argparse
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+NODES = [f"n{i}" for i in range(8)]
+SWITCH_OF = {node: ("s0" if i < 4 else "s1") for i, node in enumerate(NODES)}
+GPUS_PER_SOCKET = 4
+CORES_PER_SOCKET = 8
+TIERS = {"low": 1, "mid": 4, "high": 10}
+PRIORITY_OFFSET = 1.0  # topopreempt.conf: cost of a victim = its partition's tier + 1
+MARKER = "TOPOPREEMPT_SLURM_TEST"
+
+
+def log(message):
+    print(f"[scenarios {time.monotonic() - START:6.1f}s] {message}", flush=True)
+
+
+START = time.monotonic()
+
+# ---- scenarios --------------------------------------------------------------------------
+# A fill is a list of (name, node, partition, gpus), submitted in order; Slurm's first fit
+# gives each job the lowest free GPU indexes of its node, so the layout is the same in both
+# runs (checked). `holes` are fill jobs cancelled afterwards, which scatters the free GPUs.
+
+
+def full_node(node, pattern):
+    """pattern: list of (partition, gpus) filling the node's 8 GPUs in order; gpus is a count
+    (`--gpus=N`) or the literal "1/socket" (`--gpus-per-socket=1 --sockets-per-node=2`)."""
+    jobs = []
+    for k, (partition, gpus) in enumerate(pattern):
+        if gpus == "1/socket":
+            args = ["--gpus-per-socket=1", "--sockets-per-node=2"]
+            label = "2s"
+        else:
+            args = [f"--gpus={gpus}"]
+            label = str(gpus)
+        jobs.append((f"{node}-{k}-{partition}{label}", node, partition, args))
+    return jobs
+
+
+MID_MID = [("mid", 4), ("mid", 4)]
+SOCKET_REQUEST = "`--gpus-per-socket=4 --sockets-per-node=1 -N1`"
+SOCKET_ARGS = ["-N1", "--gpus-per-socket=4", "--sockets-per-node=1", "--cpus-per-gpu=1"]
+
+
+def scenario_socket():
+    # Victim costs (tier + 1): low 2, mid 5. Freeing a socket costs 4 lows (8) on n0 and n1,
+    # 3 lows (6) on n2's second socket, or one mid (5) anywhere.
+    fill = full_node("n0", [("low", 1)] * 4 + [("mid", 4)])
+    fill += full_node("n1", [("low", 1)] * 8)
+    fill += full_node("n2", [("mid", 4)] + [("low", 1)] * 4)
+    for node in NODES[3:]:
+        fill += full_node(node, MID_MID)
+    holes = ["n2-2-low1"]
+    return {
+        "name": "socket",
+        "request": SOCKET_REQUEST,
+        "args": SOCKET_ARGS,
+        "requirement": "socket",
+        "fill": fill,
+        "holes": holes,
+    }
+
+
+def scenario_node():
+    fill = full_node("n0", [("low", 1)] * 8)
+    fill += full_node("n1", [("mid", 4)] + [("low", 1)] * 4)
+    for node in NODES[2:]:
+        fill += full_node(node, MID_MID)
+    holes = ["n0-0-low1", "n0-1-low1", "n1-3-low1", "n1-4-low1"]
+    return {
+        "name": "node",
+        "request": "`-N1 --gpus=6`",
+        "args": ["-N1", "--gpus=6", "--cpus-per-gpu=1"],
+        "requirement": "node",
+        "fill": fill,
+        "holes": holes,
+    }
+
+
+def scenario_switch():
+    fill = []
+    for node in NODES[:4]:
+        fill += full_node(node, [("mid", 4)] + [("low", 1)] * 4)
+    for node in NODES[4:]:
+        fill += full_node(node, [("mid", 4)] + [("low", 1)] * 4 if node in ("n4", "n5") else MID_MID)
+    holes = ["n4-1-low1", "n4-2-low1", "n5-1-low1", "n5-2-low1"]
+    return {
+        "name": "switch",
+        "request": "`--switches=1 -N2 --gpus-per-node=4`",
+        "args": ["-N2", "--switches=1", "--gpus-per-node=4", "--cpus-per-gpu=1"],
+        "requirement": "switch",
+        "fill": fill,
+        "holes": holes,
+    }
+
+
+def scenario_unsatisfiable():
+    # On every node a high-tier job (not a victim for a high-tier preemptor) holds one GPU of
+    # each socket, wherever Slurm puts the rest: no victim set frees 4 GPUs of one socket.
+    pattern = [("high", "1/socket")] + [("low", 1)] * 6
+    fill = []
+    for node in NODES:
+        fill += full_node(node, pattern)
+    return {
+        "name": "unsatisfiable",
+        "request": SOCKET_REQUEST + ", a high-tier job on every socket",
+        "args": SOCKET_ARGS,
+        "requirement": "socket",
+        "fill": fill,
+        "holes": [],
+        "expect_pending": True,
+    }
+
+
+SCENARIOS = [scenario_socket, scenario_node, scenario_switch, scenario_unsatisfiable]
+
+# ---- the cluster ------------------------------------------------------------------------
+
+
+class Cluster:
+    def __init__(self, root, plugin_dir, base_port):
+        self.root = root
+        self.plugin_dir = plugin_dir
+        self.base_port = base_port
+        self.processes = {}  # name -> Popen (each its own process group)
+        self.env = dict(os.environ)
+        self.env["SLURM_CONF"] = os.path.join(root, "etc", "slurm.conf")
+        self.env[MARKER] = root
+        for key in list(self.env):
+            if key.startswith("SLURM_") and key != "SLURM_CONF":
+                del self.env[key]
+        self.plan_log = None
+
+    def path(self, *parts):
+        return os.path.join(self.root, *parts)
+
+    def write_files(self):
+        for sub in ("etc", "dev", "munge", "state", "log", "run", "spool"):
+            os.makedirs(self.path(sub), exist_ok=True)
+        for g in range(2 * GPUS_PER_SOCKET):
+            os.mknod(self.path("dev", f"gpu{g}"), 0o666 | 0o020000, os.makedev(1, 3))
+        key = self.path("munge", "munge.key")
+        with open(key, "wb") as out:
+            out.write(secrets.token_bytes(1024))
+        os.chmod(key, 0o400)
+        os.chmod(self.path("munge"), 0o700)
+        gpu_last = 2 * GPUS_PER_SOCKET - 1
+        with open(self.path("etc", "gres.conf"), "w") as out:
+            out.write(f"NodeName=n[0-7] Name=gpu File={self.path('dev')}/gpu[0-{GPUS_PER_SOCKET - 1}] "
+                      f"Cores=0-{CORES_PER_SOCKET - 1}\n")
+            out.write(f"NodeName=n[0-7] Name=gpu File={self.path('dev')}/gpu[{GPUS_PER_SOCKET}-{gpu_last}] "
+                      f"Cores={CORES_PER_SOCKET}-{2 * CORES_PER_SOCKET - 1}\n")
+        with open(self.path("etc", "topology.conf"), "w") as out:
+            out.write("SwitchName=s0 Nodes=n[0-3]\nSwitchName=s1 Nodes=n[4-7]\n"
+                      "SwitchName=top Switches=s[0-1]\n")
+
+    def write_slurm_conf(self, preempt_type, plan_log):
+        self.plan_log = plan_log
+        with open(self.path("etc", "topopreempt.conf"), "w") as out:
+            out.write("# preempt/topopreempt for the loopback scenarios\n"
+                      "solver = branch_and_bound\ncost_model = priority_weighted\n"
+                      f"priority_offset = {PRIORITY_OFFSET:g}\ntime_limit_ms = 2000\n"
+                      f"plan_log = {plan_log}\n")
+        p = self.path
+        ports = f"{self.base_port + 1}-{self.base_port + len(NODES)}"
+        plugin_dirs = "/usr/lib/x86_64-linux-gnu/slurm-wlm"
+        if preempt_type == "preempt/topopreempt":
+            plugin_dirs = f"{self.plugin_dir}:{plugin_dirs}"
+        conf = f"""# Written by integrations/slurm/tests/run_scenarios.py
+ClusterName=topopreempt
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort={self.base_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={p('munge', 'munge.socket')}
+PluginDir={plugin_dirs}
+StateSaveLocation={p('state')}
+SlurmdSpoolDir={p('spool')}/%n
+SlurmctldPidFile={p('run', 'slurmctld.pid')}
+SlurmdPidFile={p('run', 'slurmd-%n.pid')}
+SlurmctldLogFile={p('log', 'slurmctld.log')}
+SlurmdLogFile={p('log', 'slurmd-%n.log')}
+SlurmctldDebug=debug
+SlurmdDebug=info
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MailProg=/bin/true
+ReturnToService=2
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+GresTypes=gpu
+TopologyPlugin=topology/tree
+PreemptType={preempt_type}
+PreemptMode=CANCEL
+MinJobAge=600
+KillWait=2
+InactiveLimit=0
+SlurmctldTimeout=30
+SlurmdTimeout=60
+NodeName=n[0-7] NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} Sockets=2 CoresPerSocket={CORES_PER_SOCKET} ThreadsPerCore=1 RealMemory=64000 Gres=gpu:{2 * GPUS_PER_SOCKET} State=UNKNOWN
+PartitionName=low Nodes=n[0-7] PriorityTier={TIERS['low']} PreemptMode=CANCEL Default=YES MaxTime=INFINITE State=UP
+PartitionName=mid Nodes=n[0-7] PriorityTier={TIERS['mid']} PreemptMode=CANCEL MaxTime=INFINITE State=UP
+PartitionName=high Nodes=n[0-7] PriorityTier={TIERS['high']} PreemptMode=OFF MaxTime=INFINITE State=UP
+"""
+        with open(p("etc", "slurm.conf"), "w") as out:
+            out.write(conf)
+
+    def spawn(self, name, argv):
+        out = open(self.path("log", f"{name}.stdout"), "ab")
+        self.processes[name] = subprocess.Popen(argv, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def start_munge(self):
+        self.spawn("munged", ["munged", "-F", "--force", f"--socket={self.path('munge', 'munge.socket')}",
+                              f"--key-file={self.path('munge', 'munge.key')}",
+                              f"--pid-file={self.path('run', 'munged.pid')}",
+                              f"--log-file={self.path('log', 'munged.log')}",
+                              f"--seed-file={self.path('munge', 'munged.seed')}"])
+        wait_for(lambda: os.path.exists(self.path("munge", "munge.socket")), 10, "munged socket")
+
+    def start_slurm(self, preempt_type, plan_log):
+        for sub in ("state", "spool"):
+            shutil.rmtree(self.path(sub), ignore_errors=True)
+            os.makedirs(self.path(sub))
+        self.write_slurm_conf(preempt_type, plan_log)
+        conf = self.env["SLURM_CONF"]
+        self.spawn("slurmctld", ["slurmctld", "-D", "-c", "-i", "-f", conf])
+        wait_for(lambda: self.run(["scontrol", "ping"], check=False).returncode == 0, 30, "slurmctld")
+        for node in NODES:
+            self.spawn(f"slurmd-{node}", ["slurmd", "-D", "-N", node, "-f", conf])
+        wait_for(self.all_idle, 60, "all nodes idle")
+
+    def stop_slurm(self):
+        self.run(["scancel", "--full", "-u", "root"], check=False)
+        for name in [n for n in self.processes if n.startswith("slurm")]:
+            stop_process_group(self.processes.pop(name))
+        self.kill_marked_processes(exclude_daemons=("munged",))
+
+    def stop_all(self):
+        for name in list(self.processes):
+            stop_process_group(self.processes.pop(name))
+        return self.kill_marked_processes()
+
+    def marked_processes(self):
+        """Our processes: every one started here carries MARKER=<root> in its environment."""
+        found = []
+        needle = f"{MARKER}={self.root}".encode()
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as environ:
+                    if needle in environ.read().split(b"\0"):
+                        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                            found.append((int(pid), cmdline.read().replace(b"\0", b" ").decode(errors="replace")))
+            except OSError:
+                continue
+        return found
+
+    def kill_marked_processes(self, exclude_daemons=()):
+        survivors = [(pid, cmd) for pid, cmd in self.marked_processes()
+                     if not any(d in cmd for d in exclude_daemons)]
+        for pid, _ in survivors:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        return survivors
+
+    def run(self, argv, check=True):
+        result = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=60)
+        if check and result.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed: {result.stderr.strip()}")
+        return result
+
+    def all_idle(self):
+        result = self.run(["sinfo", "-h", "-N", "-o", "%N %t"], check=False)
+        states = dict(line.split() for line in result.stdout.splitlines() if line.strip())
+        return result.returncode == 0 and len(states) == len(NODES) and all(
+            s == "idle" for s in states.values())
+
+    def submit(self, name, partition, args):
+        result = self.run(["sbatch", "--parsable", "-J", name, "-p", partition, "-o", "/dev/null",
+                           *args, "--wrap", "sleep 3000"])
+        return int(result.stdout.strip().split(";")[0])
+
+    def job(self, job_id):
+        text = self.run(["scontrol", "show", "job", "-d", str(job_id)]).stdout
+        fields = dict(re.findall(r"(\w+)=(\S*)", text))
+        gpus = {}
+        for node_spec, idx in re.findall(r"Nodes=(\S+) CPU_IDs=\S+ Mem=\S+ GRES=gpu[^(]*\(IDX:([^)]*)\)", text):
+            for node in expand_hostlist(node_spec):
+                gpus[node] = expand_ranges(idx)
+        fields["gpus"] = gpus
+        return fields
+
+
+def wait_for(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"timed out after {timeout}s waiting for {what}")
+
+
+def stop_process_group(process):
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+def expand_ranges(text):
+    values = []
+    for part in filter(None, text.split(",")):
+        low, _, high = part.partition("-")
+        values += list(range(int(low), int(high or low) + 1))
+    return values
+
+
+def expand_hostlist(text):
+    match = re.fullmatch(r"(\w*?)\[([^\]]+)\]", text)
+    if not match:
+        return text.split(",")
+    return [f"{match.group(1)}{i}" for i in expand_ranges(match.group(2))]
+
+
+# ---- one scenario -----------------------------------------------------------------------
+
+
+def fill_cluster(cluster, scenario):
+    ids = {}
+    for name, node, partition, gpu_args in scenario["fill"]:
+        ids[name] = cluster.submit(name, partition, ["-N1", "-w", node, *gpu_args, "--cpus-per-gpu=1"])
+    wait_for(lambda: all(cluster.job(i).get("JobState") == "RUNNING" for i in ids.values()), 60,
+             "the fill jobs to run")
+    for name in scenario["holes"]:
+        cluster.run(["scancel", str(ids.pop(name))])
+    wait_for(lambda: all(cluster.job(i).get("JobState") == "RUNNING" for i in ids.values()) and
+             not cluster.run(["squeue", "-h", "-t", "CG"]).stdout.strip(), 30, "holes to drain")
+    layout = {}
+    for name, job_id in ids.items():
+        info = cluster.job(job_id)
+        layout[name] = {node: sorted(gpus) for node, gpus in info["gpus"].items()}
+    return ids, layout
+
+
+def requirement_held(requirement, gpus):
+    if not gpus:
+        return False
+    if requirement == "node":
+        return len(gpus) == 1
+    if requirement == "socket":
+        return len(gpus) == 1 and len({g // GPUS_PER_SOCKET for g in next(iter(gpus.values()))}) == 1
+    if requirement == "switch":
+        return len({SWITCH_OF[node] for node in gpus}) == 1
+    raise ValueError(requirement)
+
+
+def run_scenario(cluster, scenario, mode):
+    ids, layout = fill_cluster(cluster, scenario)
+    by_id = {job_id: name for name, job_id in ids.items()}
+    submitted = time.time()
+    preemptor = cluster.submit(f"preemptor-{scenario['name']}", "high", scenario["args"])
+    started = None
+    deadline = time.monotonic() + (8 if scenario.get("expect_pending") else 30)
+    while time.monotonic() < deadline:
+        info = cluster.job(preemptor)
+        if info.get("JobState") == "RUNNING":
+            started = time.time()
+            break
+        time.sleep(0.1)
+    info = cluster.job(preemptor)
+    victims = sorted(by_id[j] for j in ids.values() if cluster.job(j).get("JobState") == "PREEMPTED")
+    victim_ids = sorted(ids[name] for name in victims)
+    cost = sum(TIERS[partition_of(name)] + PRIORITY_OFFSET for name in victims)
+    result = {
+        "scenario": scenario["name"], "mode": mode, "preemptor": preemptor, "layout": layout,
+        "victims": victims, "victim_ids": victim_ids, "cost": cost,
+        "started": started is not None,
+        "seconds_to_start": round(started - submitted, 2) if started else None,
+        "placement": info["gpus"],
+        "requirement_held": requirement_held(scenario["requirement"], info["gpus"]) if started else None,
+        "reason": info.get("Reason"),
+    }
+    cluster.run(["scancel", "--full", "-u", "root"], check=False)
+    wait_for(cluster.all_idle, 60, "nodes idle after the scenario")
+    return result
+
+
+def partition_of(name):
+    return re.search(r"-(low|mid|high)\w+$", name).group(1)
+
+
+def read_plans(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+# ---- main -------------------------------------------------------------------------------
+
+
+def check(condition, message, failures):
+    log(("ok    " if condition else "FAIL  ") + message)
+    if not condition:
+        failures.append(message)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--plugin-dir", required=True)
+    parser.add_argument("--results", help="write the comparison table (markdown) here")
+    parser.add_argument("--json", help="write every record (JSON) here")
+    parser.add_argument("--base-port", type=int, default=16817)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = parser.parse_args()
+    plugin_dir = os.path.abspath(args.plugin_dir)
+    if not os.path.exists(os.path.join(plugin_dir, "preempt_topopreempt.so")):
+        sys.exit(f"no preempt_topopreempt.so in {plugin_dir}; run integrations/slurm/build-plugin.sh")
+    if os.geteuid() != 0:
+        sys.exit("run_scenarios.py needs root (mknod for the fake GPUs, slurmd as SlurmdUser=root)")
+
+    root = tempfile.mkdtemp(prefix="topopreempt-slurm.")
+    os.chmod(root, 0o755)
+    cluster = Cluster(root, plugin_dir, args.base_port)
+    # SIGTERM (a CI timeout) must still stop the daemons: turn it into an exception.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    failures, records = [], []
+    try:
+        cluster.write_files()
+        cluster.start_munge()
+        plans = {}
+        for mode, preempt_type in (("stock", "preempt/partition_prio"), ("topopreempt", "preempt/topopreempt")):
+            for make in SCENARIOS:
+                scenario = make()
+                # A fresh slurmctld (state cleared) and slurmds per scenario: cons_tres's choice of
+                # GPU indexes depends on the nodes' history, so only a restart makes the two runs
+                # start from identical layouts (checked).
+                log(f"{scenario['name']}: slurmctld -c + {len(NODES)} slurmd with {preempt_type}")
+                plan_log = cluster.path(f"plans-{scenario['name']}.jsonl")
+                cluster.start_slurm(preempt_type, plan_log)
+                record = run_scenario(cluster, scenario, mode)
+                records.append(record)
+                if mode == "topopreempt":
+                    plans[scenario["name"]] = read_plans(plan_log)
+                log(f"{mode:12s} {scenario['name']:14s} victims={record['victims']} cost={record['cost']:g} "
+                    f"started={record['started']} placement={record['placement']} "
+                    f"requirement_held={record['requirement_held']} t={record['seconds_to_start']}")
+                cluster.stop_slurm()
+        evaluate(records, plans, failures)
+        if args.results:
+            with open(args.results, "w") as out:
+                out.write(table(records))
+        if args.json:
+            with open(args.json, "w") as out:
+                json.dump({"records": records, "plans": plans}, out, indent=1)
+        print(table(records))
+    except BaseException as error:  # noqa: BLE001 - report, then clean up, then fail
+        failures.append(f"{type(error).__name__}: {error}")
+        log(f"FAIL  {type(error).__name__}: {error}")
+        for name in ("slurmctld.log",):
+            logfile = cluster.path("log", name)
+            if os.path.exists(logfile):
+                print(f"--- last lines of {logfile}")
+                with open(logfile) as lines:
+                    print("".join(lines.readlines()[-40:]))
+    finally:
+        survivors = cluster.stop_all()
+        if survivors:
+            failures.append(f"{len(survivors)} process(es) survived the shutdown and were killed: {survivors}")
+        left = cluster.marked_processes()
+        check(not left, f"no process of ours left running ({len(left)} found)", failures)
+        if args.keep:
+            log(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    if failures:
+        log(f"{len(failures)} failure(s):\n  " + "\n  ".join(failures))
+        return 1
+    log("all scenario checks passed")
+    return 0
+
+
+def evaluate(records, plans, failures):
+    stock = {r["scenario"]: r for r in records if r["mode"] == "stock"}
+    ours = {r["scenario"]: r for r in records if r["mode"] == "topopreempt"}
+    stock_worse = []
+    for make in SCENARIOS:
+        scenario = make()
+        name = scenario["name"]
+        s, t = stock[name], ours[name]
+        check(s["layout"] == t["layout"], f"{name}: both runs start from the identical layout", failures)
+        mine = [p for p in plans.get(name, []) if p["preemptor"] == t["preemptor"]]
+        check(all(p["verified"] for p in mine), f"{name}: verify_plan accepted all {len(mine)} plan(s)", failures)
+        imposed = [p for p in mine if p["imposed"]]
+        if scenario.get("expect_pending"):
+            check(any(p["status"] == "infeasible" for p in mine), f"{name}: the plugin's plan is infeasible",
+                  failures)
+            check(not t["started"] and not t["victims"], f"{name}: nothing preempted, preemptor pending",
+                  failures)
+            check(not s["victims"], f"{name}: stock preempted nothing either", failures)
+            continue
+        check(bool(imposed), f"{name}: the plugin imposed a plan", failures)
+        if imposed:
+            planned = sorted(v["job_id"] for v in imposed[-1]["victims"])
+            check(planned == t["victim_ids"], f"{name}: Slurm preempted exactly the plan {planned} "
+                  f"(preempted {t['victim_ids']})", failures)
+            check(abs(imposed[-1]["cost"] - t["cost"]) < 1e-9, f"{name}: plan cost {imposed[-1]['cost']:g} "
+                  f"equals the cost of what was preempted", failures)
+        check(t["started"] and t["requirement_held"], f"{name}: preemptor started inside its "
+              f"{scenario['requirement']} requirement ({t['placement']})", failures)
+        check(t["cost"] <= s["cost"] + 1e-9, f"{name}: victim cost {t['cost']:g} <= stock's {s['cost']:g}",
+              failures)
+        if s["cost"] > t["cost"] or len(s["victims"]) > len(t["victims"]):
+            stock_worse.append(name)
+    check(bool(stock_worse), f"stock preempts more or costlier jobs on at least one scenario ({stock_worse})",
+          failures)
+
+
+def table(records):
+    rows = ["| scenario | request | preemption | victims | victim cost | preemptor placement (GPU indexes) "
+            "| requirement kept | time to start |", "|---|---|---|---|---|---|---|---|"]
+    requests = {make()["name"]: make()["request"] for make in SCENARIOS}
+    for r in records:
+        placement = "; ".join(f"{node}: {','.join(map(str, gpus))}" for node, gpus in sorted(r["placement"].items()))
+        rows.append(
+            f"| {r['scenario']} | {requests[r['scenario']]} | {r['mode']} | {len(r['victims'])}: "
+            f"{', '.join(r['victims']) or '-'} | {r['cost']:g} | {placement or 'pending (' + str(r['reason']) + ')'} "
+            f"| {'yes' if r['requirement_held'] else ('-' if r['requirement_held'] is None else 'NO')} "
+            f"| {str(r['seconds_to_start']) + ' s' if r['seconds_to_start'] is not None else '-'} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

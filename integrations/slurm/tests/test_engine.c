@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit test of the planner behind preempt/topopreempt, through its plain-data C interface and
+ * without Slurm: hand-made snapshots in, plan kinds and victim ranks out. Written in C on
+ * purpose: it proves the interface is usable from the plugin's language.
+ * Built and run by integrations/slurm/build-plugin.sh; exit status 0 when every check passes.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tp_slurm_bridge.h"
+
+static int failures = 0;
+static int checks = 0;
+static int errors_logged = 0;
+static char last_error[1024];
+
+static void capture_log(int severity, const char* message) {
+  if (severity >= 2) {
+    ++errors_logged;
+    snprintf(last_error, sizeof last_error, "%s", message);
+  }
+}
+
+#define CHECK(condition)                                                     \
+  do {                                                                       \
+    ++checks;                                                                \
+    if (!(condition)) {                                                      \
+      ++failures;                                                            \
+      fprintf(stderr, "%s:%d: FAILED %s\n", __FILE__, __LINE__, #condition); \
+    }                                                                        \
+  } while (0)
+
+/* Two leaf switches (s0: n0 n1, s1: n2 n3) under "top"; 2 sockets x 4 cores, GPUs 0-3 on
+ * socket 0 and 4-7 on socket 1. */
+static tp_switch_t switches[3] = {{"s0", 0, 2}, {"s1", 0, 2}, {"top", 1, -1}};
+static tp_node_t nodes[4];
+
+static void make_nodes(void) {
+  const char* names[4] = {"n0", "n1", "n2", "n3"};
+  for (int n = 0; n < 4; ++n) {
+    memset(&nodes[n], 0, sizeof nodes[n]);
+    nodes[n].name = names[n];
+    nodes[n].leaf_switch = n < 2 ? 0 : 1;
+    nodes[n].sockets = 2;
+    nodes[n].cores_per_socket = 4;
+    nodes[n].gpus = 8;
+    for (int g = 0; g < 8; ++g) nodes[n].gpu_socket[g] = g / 4;
+  }
+}
+
+static tp_job_t jobs[64];
+static tp_holding_t holdings[64];
+static int job_count = 0;
+static int holding_count = 0;
+
+/* A running job holding `mask` GPUs (and one core per GPU on their sockets) on `node`. */
+static void add_job(uint32_t id, int priority, int preemptible, int node, uint64_t mask) {
+  tp_job_t* job = &jobs[job_count++];
+  tp_holding_t* holding = &holdings[holding_count];
+  memset(job, 0, sizeof *job);
+  memset(holding, 0, sizeof *holding);
+  job->job_id = id;
+  job->name = "job";
+  job->partition = "p";
+  job->priority = priority;
+  job->preemptible = preemptible;
+  job->first_holding = holding_count++;
+  job->holding_count = 1;
+  holding->node = node;
+  holding->gpu_mask = mask;
+  for (int g = 0; g < 8; ++g) {
+    if (mask >> g & 1U) holding->cores_on_socket[g / 4]++;
+  }
+}
+
+static tp_snapshot_t snapshot(void) {
+  tp_snapshot_t s = {switches, 3, nodes, 4, jobs, job_count, holdings, holding_count, 1000.0};
+  return s;
+}
+
+static tp_request_t socket_request(uint32_t id) {
+  tp_request_t r;
+  memset(&r, 0, sizeof r);
+  r.job_id = id;
+  r.name = "preemptor";
+  r.priority = 10;
+  r.nodes = 1;
+  r.gpus_per_node = 4;
+  r.cores_per_node = 4;
+  r.replica_scope = TP_SCOPE_SOCKET;
+  return r;
+}
+
+static int count_lines(const char* path) {
+  FILE* in = fopen(path, "r");
+  int lines = 0;
+  if (!in) return 0;
+  for (int c; (c = fgetc(in)) != EOF;) lines += c == '\n';
+  fclose(in);
+  return lines;
+}
+
+static tp_engine_t* engine_with(const char* dir, const char* text) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/topopreempt.conf", dir);
+  FILE* out = fopen(path, "w");
+  fputs(text, out);
+  fclose(out);
+  return tp_engine_create(path, capture_log);
+}
+
+int main(void) {
+  char dir[] = "/tmp/tp-engine-test.XXXXXX";
+  char config[1024], plan_log[600];
+  if (!mkdtemp(dir)) return 2;
+  snprintf(plan_log, sizeof plan_log, "%s/plans.jsonl", dir);
+  make_nodes();
+
+  /* A malformed configuration is rejected with the line named; no engine, no crash. */
+  errors_logged = 0;
+  CHECK(engine_with(dir, "solver = magic\n") == NULL);
+  CHECK(errors_logged == 1 && strstr(last_error, ":1:") && strstr(last_error, "solver"));
+  CHECK(engine_with(dir, "colour = blue\n") == NULL);
+  CHECK(strstr(last_error, "unknown key") != NULL);
+  CHECK(engine_with(dir, "priority_offset = -1\n") == NULL);
+
+  snprintf(config, sizeof config,
+           "# test\nsolver = branch_and_bound\ncost_model = priority_weighted\n"
+           "priority_offset = 1\nplan_log = %s\n",
+           plan_log);
+  tp_engine_t* engine = engine_with(dir, config);
+  CHECK(engine != NULL);
+
+  /* Full cluster: n0 socket 0 holds four 1-GPU jobs of priority 1 (cost 2 each, 8 in all);
+   * n0 socket 1 one 4-GPU job of priority 4 (cost 5); n1..n3 two 4-GPU jobs of priority 4 or a
+   * non-preemptible one. The cheapest free socket: the single priority-4 job on n0 (cost 5). */
+  for (int g = 0; g < 4; ++g) add_job(100 + g, 1, 1, 0, UINT64_C(1) << g);
+  add_job(104, 4, 1, 0, 0xF0);
+  for (int n = 1; n < 4; ++n) {
+    add_job(200 + n, 9, 0, n, 0x0F); /* not preemptible */
+    add_job(300 + n, 9, 0, n, 0xF0);
+  }
+  tp_snapshot_t s = snapshot();
+  tp_request_t request = socket_request(1);
+  CHECK(tp_engine_plan(engine, &s, &request, 42) == TP_PLAN_VICTIMS);
+  CHECK(tp_engine_victim_rank(engine, 104) == 0);
+  CHECK(tp_engine_victim_rank(engine, 100) == -1);
+  CHECK(tp_engine_victim_rank(engine, 201) == -1);
+  CHECK(count_lines(plan_log) == 1);
+
+  /* Same preemptor, same fingerprint: the cached plan, nothing solved or logged again. */
+  CHECK(tp_engine_plan(engine, &s, &request, 42) == TP_PLAN_VICTIMS);
+  CHECK(count_lines(plan_log) == 1);
+
+  /* --switches=1 over two nodes of 4 GPUs: n1, n2 and n3 are fully held by protected jobs, so
+   * no leaf switch has two nodes that victims could free: infeasible, preempt nothing. */
+  tp_request_t gang = socket_request(2);
+  gang.nodes = 2;
+  gang.replica_scope = TP_SCOPE_NONE;
+  gang.one_switch = 1;
+  CHECK(tp_engine_plan(engine, &s, &gang, 43) == TP_PLAN_NOTHING);
+  CHECK(tp_engine_victim_rank(engine, 104) == -1);
+
+  /* Fits as is (an empty n3 socket): no plan, stock answers. */
+  job_count = 0;
+  holding_count = 0;
+  add_job(104, 4, 1, 0, 0xF0);
+  s = snapshot();
+  CHECK(tp_engine_plan(engine, &s, &request, 44) == TP_PLAN_NONE);
+
+  /* A job holding different shares on two nodes (4 GPUs on n0, a zero share on n1) cannot be a
+   * gang of identical replicas: it is counted but never evicted. It holds n0's socket 0, a
+   * priority-1 job holds socket 1, and n1..n3 are protected: the plan must take job 600. */
+  job_count = 0;
+  holding_count = 0;
+  for (int n = 1; n < 4; ++n) {
+    add_job(400 + n, 9, 0, n, 0x0F);
+    add_job(500 + n, 9, 0, n, 0xF0);
+  }
+  add_job(600, 1, 1, 0, 0xF0);
+  {
+    tp_job_t* split = &jobs[job_count++];
+    memset(split, 0, sizeof *split);
+    split->job_id = 700;
+    split->name = "split";
+    split->partition = "p";
+    split->priority = 1;
+    split->preemptible = 1;
+    split->first_holding = holding_count;
+    split->holding_count = 2;
+    memset(&holdings[holding_count], 0, 2 * sizeof holdings[0]);
+    holdings[holding_count].node = 0;
+    holdings[holding_count].gpu_mask = 0x0F; /* 4 GPUs on n0 */
+    holdings[holding_count].cores_on_socket[0] = 4;
+    holdings[holding_count + 1].node = 1;
+    holding_count += 2;
+  }
+  s = snapshot();
+  CHECK(tp_engine_plan(engine, &s, &request, 45) == TP_PLAN_VICTIMS);
+  CHECK(tp_engine_victim_rank(engine, 600) == 0);
+  CHECK(tp_engine_victim_rank(engine, 700) == -1);
+
+  /* A GPU the node does not have: caught at the C boundary, logged, stock behaviour. */
+  errors_logged = 0;
+  tp_holding_t saved = holdings[0];
+  holdings[0].gpu_mask = UINT64_C(1) << 40; /* GPU 40 does not exist */
+  s = snapshot();
+  CHECK(tp_engine_plan(engine, &s, &request, 46) == TP_PLAN_NONE);
+  CHECK(errors_logged == 1);
+  holdings[0] = saved;
+
+  tp_engine_destroy(engine);
+  if (failures == 0) remove(plan_log);
+  snprintf(config, sizeof config, "%s/topopreempt.conf", dir);
+  remove(config);
+  rmdir(dir);
+  printf("test_engine: %d checks, %d failed\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
