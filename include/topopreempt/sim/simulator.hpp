@@ -46,8 +46,22 @@ struct SimulationProgress {
   std::uint64_t preemptions = 0;    ///< preemptions carried out so far
 };
 
+/// What a preemptor does after a wasted preemption (its plan's placement breaks its guaranteed
+/// topology, e.g. a `kube_default` plan with `topology_satisfied == false`).
+enum class WastedPreemptor : std::uint8_t {
+  /// It keeps waiting: a guaranteed requirement is a hard constraint (the victims' room goes to
+  /// whoever fits next; it may preempt again later).
+  keep_waiting,
+  /// It starts on the plan's placement without its topology guarantee, as a pod does when the
+  /// node-level scheduler preempted for it and the kubelet admits it anyway (how the
+  /// topology-aware preemption paper counts its hit rate).
+  start_without_topology,
+};
+
 /// How a run behaves. Plain data; copy freely.
 struct SimulationOptions {
+  /// See `WastedPreemptor`.
+  WastedPreemptor wasted_preemptor = WastedPreemptor::keep_waiting;
   /// Whether jobs that do not fit may preempt (false: a pure placement simulation).
   bool preemption = true;
   /// Only jobs of at least this priority ask the solver for a plan.
@@ -431,9 +445,11 @@ class SimulationRun {
     return w;
   }
 
-  void start(std::size_t j, const Placement& placement, double now) {
+  /// Starts job j at `placement` (as `as_running` when given: a copy with relaxed scopes).
+  void start(std::size_t j, const Placement& placement, double now,
+             const Workload* as_running = nullptr) {
     JobRun& job = jobs_[j];
-    state_.add(running_copy(j, now), placement);
+    state_.add(as_running != nullptr ? *as_running : running_copy(j, now), placement);
     if (!job_started_[j]) {
       job_started_[j] = true;
       ++metrics_.jobs_started;
@@ -570,9 +586,11 @@ class SimulationRun {
     bool topology_ok = plan.topology_satisfied;
     if (options_.verify_plans) {
       ++metrics_.plans_verified;
+      // A plan that claims its topology is held to it; a topology-blind one is checked with the
+      // preemptor's scopes relaxed (and counted as wasted below).
       const PlanVerdict verdict =
           verify_plan(state_, preemptor, plan, model_,
-                      VerifyOptions{.require_topology = !is_baseline_v<Solver>});
+                      VerifyOptions{.require_topology = plan.topology_satisfied});
       if (!verdict.ok) {
         ++metrics_.plans_rejected;
         if (metrics_.verifier_failures.size() < 8) {
@@ -602,6 +620,17 @@ class SimulationRun {
       }
     }
     ++metrics_.wasted_preemptions;
+    if (options_.wasted_preemptor == WastedPreemptor::start_without_topology) {
+      Workload relaxed = running_copy(j, now);
+      relaxed.replica_scope = {};
+      relaxed.gang_scope = {};
+      try {
+        start(j, plan.placement, now, &relaxed);
+        return Outcome::started;
+      } catch (const std::invalid_argument&) {
+        // Not even valid without its scopes: the preemptor keeps waiting.
+      }
+    }
     return Outcome::freed_room;
   }
 
@@ -675,7 +704,8 @@ class SimulationRun {
 /// running slower (work rate = replicas / full replicas) — and the job starts on the plan's
 /// placement. When it cannot (a topology-blind plan such as `kube_default`'s with
 /// `topology_satisfied == false`, or a placement the state rejects) the preemption counts as
-/// wasted and the job keeps waiting. A job that never starts is never dropped unless
+/// wasted and the job keeps waiting (or starts without its topology guarantee, see
+/// `SimulationOptions::wasted_preemptor`). A job that never starts is never dropped unless
 /// `options.keep_unplaced` is false.
 ///
 /// Deterministic: the same trace, options and seed give the same `SimulationMetrics::digest()`
