@@ -113,7 +113,8 @@ inline constexpr std::string_view trace_csv_header =
     "gpu_milli,cpu_milli,memory_mib,replica_scope,gang_scope,checkpoint_interval_s,"
     "restart_delay_s";
 
-/// Reads a trace from CSV with the columns of `trace_csv_header`, one job per line:
+/// Reads a trace from CSV with the columns of `trace_csv_header`, one job per line (lines
+/// starting with '#' before the header are comments):
 /// - `id` (unsigned, unique), `name` (free text without commas; may be empty);
 /// - `arrival_s`, `duration_s` (seconds of work at full size, > 0);
 /// - `priority` (int32; larger wins), `preemptible` (0 or 1);
@@ -130,10 +131,12 @@ inline constexpr std::string_view trace_csv_header =
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open trace '" + path + "'");
   std::string line;
-  std::getline(in, line);
+  std::size_t number = 1;
+  // Comment lines ('#', e.g. a licence line) may precede the header.
+  while (std::getline(in, line) && !line.empty() && line.front() == '#') ++number;
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line != trace_csv_header) {
-    throw std::runtime_error(path + ":1: expected the header '" + std::string(trace_csv_header) +
+    throw std::runtime_error(path + ":" + std::to_string(number) + ": expected the header '" + std::string(trace_csv_header) +
                              "', got '" + line + "'");
   }
   const ResourceSchema& schema = topology.schema();
@@ -142,7 +145,8 @@ inline constexpr std::string_view trace_csv_header =
   const std::size_t memory_mib = schema.index_of("memory_mib");
   Trace trace;
   std::unordered_set<std::uint64_t> ids;  // membership only: no order leaks out
-  for (std::size_t number = 2; std::getline(in, line); ++number) {
+  while (std::getline(in, line)) {
+    ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     std::vector<std::string> fields;
