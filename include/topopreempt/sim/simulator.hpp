@@ -76,6 +76,9 @@ struct SimulationOptions {
   /// false: a job that cannot start (nor preempt) when it arrives is dropped instead of
   /// waiting (FGD's protocol: pods that do not fit are not retried).
   bool keep_unplaced = true;
+  /// Jobs of a priority below this are dropped like that too (e.g. best-effort pods), while
+  /// the others wait. Default: nobody.
+  std::int32_t drop_unplaced_below_priority = std::numeric_limits<std::int32_t>::min();
   /// Events after this simulated time are not processed.
   double horizon_s = std::numeric_limits<double>::infinity();
   /// Seeds the generator handed to the placement policy (tie-breaking).
@@ -556,7 +559,7 @@ class SimulationRun {
             break;
         }
       }
-      if (!options_.keep_unplaced) {
+      if (!options_.keep_unplaced || workload.priority < options_.drop_unplaced_below_priority) {
         jobs_[j].phase = JobRun::Phase::dropped;
         ++metrics_.jobs_dropped;
         log(now, EventKind::drop, j);

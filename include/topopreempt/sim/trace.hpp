@@ -136,8 +136,8 @@ inline constexpr std::string_view trace_csv_header =
   while (std::getline(in, line) && !line.empty() && line.front() == '#') ++number;
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line != trace_csv_header) {
-    throw std::runtime_error(path + ":" + std::to_string(number) + ": expected the header '" + std::string(trace_csv_header) +
-                             "', got '" + line + "'");
+    throw std::runtime_error(path + ":" + std::to_string(number) + ": expected the header '" +
+                             std::string(trace_csv_header) + "', got '" + line + "'");
   }
   const ResourceSchema& schema = topology.schema();
   const std::size_t gpu_milli = schema.index_of("gpu_milli");
