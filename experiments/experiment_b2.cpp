@@ -83,6 +83,10 @@ void run(const Solver& solver, const std::string& name,
   options.verify_plans = flags.verify;
   options.min_preemptor_priority = ls_priority;
   options.drop_unplaced_below_priority = ls_priority;
+  // As in Experiment A (and the paper): a pod whose preemption broke its topology still runs.
+  // With keep_waiting, kube_default re-preempts for the same pod at every pass (a storm of
+  // evictions that says more about the retry loop than about the policy).
+  options.wasted_preemptor = sim::WastedPreemptor::start_without_topology;
   options.seed = flags.seed;
   options.horizon_s = trace.back().arrival_s;
   options.progress_every = 200;

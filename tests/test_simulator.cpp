@@ -179,6 +179,14 @@ TEST_SUITE("simulator") {
     CHECK(kube.wasted_preemptions >= 1);
     CHECK(kube.hit_rate() < 1.0);
     CHECK(kube.plans_rejected == 0);
+    CHECK(kube.jobs_waiting_at_end == 1);  // the serving pod never got its NUMA node
+    sim::SimulationOptions relaxed = logged();
+    relaxed.wasted_preemptor = sim::WastedPreemptor::start_without_topology;
+    const auto paper =
+        sim::simulate(topology, trace, baselines::kube_default, cost::priority_weighted{}, relaxed);
+    CHECK(paper.wasted_preemptions == 1);
+    CHECK(paper.preemptions == 1);
+    CHECK(paper.jobs_waiting_at_end == 0);  // it ran, without its affinity
     const auto ours = sim::simulate(topology, trace, solvers::branch_and_bound,
                                     cost::priority_weighted{}, logged());
     CHECK(ours.wasted_preemptions == 0);
@@ -237,6 +245,21 @@ TEST_SUITE("simulator") {
     CHECK(metrics.allocation[1].arrived_gpu_ratio == doctest::Approx(10.0 / 8.0));
     CHECK(metrics.allocation[1].allocated_gpu_ratio == doctest::Approx(6.0 / 8.0));
     CHECK(metrics.allocation[2].allocated_gpu_ratio == doctest::Approx(1.0));
+  }
+
+  TEST_CASE("low priorities are dropped when unplaced, higher ones wait") {
+    sim::SimulationOptions options = logged();
+    options.preemption = false;
+    options.drop_unplaced_below_priority = 5;
+    const sim::Trace trace{job(test::gpu_job(1, 0, 8), 0.0, 10.0),
+                           job(test::gpu_job(2, 0, 1), 1.0, 10.0),
+                           job(test::gpu_job(3, 5, 1), 2.0, 10.0)};
+    const auto metrics =
+        sim::simulate(paper_server(), trace, solvers::greedy, cost::victim_count{}, options);
+    CHECK(metrics.jobs_dropped == 1);
+    CHECK(metrics.jobs_completed == 2);
+    REQUIRE(metrics.waits_of(5));
+    CHECK(metrics.waits_of(5)->p50_s == doctest::Approx(8.0));
   }
 
   TEST_CASE("best fit picks the tightest node; ties are broken by the seed only") {
