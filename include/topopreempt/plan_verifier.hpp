@@ -368,9 +368,11 @@ template <CostModel Model>
         rules::check_placement(out, after, preemptor, plan, options);
       }
       // DESIGN §3: "if P fits without preemption, the plan has zero victims" (best effort too:
-      // a tighter tier is no reason to preempt).
+      // a tighter tier is no reason to preempt). Judged with P's real scopes even in relaxed
+      // mode: a topology-blind baseline rightly preempts when P fits only with its scopes
+      // broken (kube_default's own filter is topology-aware).
       if (plan.status != PlanStatus::no_preemption_needed && !plan.victims.empty() &&
-          fits_without_preemption(state, judged)) {
+          fits_without_preemption(state, preemptor)) {
         out.fail(preemptor.label() + " fits without preemption, yet the plan preempts " +
                  std::to_string(plan.victims.size()) + " victim(s)");
       }
