@@ -162,6 +162,21 @@ Workload random_preemptor(Dice& dice, const Topology& topology, RequirementMix m
       preemptor.gang_scope.mode != RequirementMode::best_effort) {
     preemptor.replica_scope = TopologyRequirement::best_effort(level);
   }
+  // Edge cases of issue 11: a guaranteed gang scope at the very level of a best-effort replica
+  // scope (the gang level is a floor the replica tiers must not relax past), and a replica
+  // without devices whose scope may lie below the pools it draws from.
+  if (mix.best_effort && dice.one_in(8)) {
+    preemptor.replica_scope = TopologyRequirement::best_effort(level);
+    preemptor.gang_scope = TopologyRequirement::guaranteed(level);
+  } else if (dice.one_in(10)) {
+    const ResourceSchema& schema = topology.schema();
+    preemptor.demand.whole_devices = 0;
+    preemptor.demand.resources = schema.zeros();
+    preemptor.demand.resources(static_cast<Eigen::Index>(schema.index_of("cpu_milli"))) =
+        1000 * static_cast<Amount>(1 + dice.below(16));
+    preemptor.replica_scope = TopologyRequirement::guaranteed(level);
+    preemptor.gang_scope = {};
+  }
   return preemptor;
 }
 

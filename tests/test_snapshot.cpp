@@ -14,6 +14,7 @@
 
 #include "topopreempt/io/snapshot.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
+#include "topopreempt/solvers/knapsack.hpp"
 
 using namespace topopreempt;
 using nlohmann::json;
@@ -415,6 +416,23 @@ TEST_SUITE("snapshot") {
     const json bare = io::to_json(plan, *paper.topology);
     CHECK_FALSE(bare["victims"][0].contains("name"));
     CHECK(bare["victims"][0]["id"] == 103);
+
+    CHECK(out["downgrades"].is_array());
+    CHECK(out["downgrades"].empty());
+    // Knapsack over its cell limit says so in a structured field (issue 11 #14).
+    const PreemptionPlan capped =
+        io::visit_cost_model(*paper.cost_model, paper.state, [&](const auto& model) {
+          return solvers::knapsack_solver{}.max_cells(1).solve(paper.state, paper.preemptor, model);
+        });
+    const json downgraded = io::to_json(capped, paper.state);
+    REQUIRE_FALSE(downgraded["downgrades"].empty());
+    int cell_limits = 0;
+    for (const json& item : downgraded["downgrades"]) {
+      CHECK(item["domain"].is_string());
+      CHECK(!item["detail"].get<std::string>().empty());
+      cell_limits += item["reason"] == "cell_limit" ? 1 : 0;
+    }
+    CHECK(cell_limits >= 1);
 
     PreemptionPlan empty;  // infeasible, no target
     const json none = io::to_json(empty, *paper.topology);
