@@ -13,19 +13,18 @@
 
 namespace topopreempt::test {
 
-/// The repository's tests/data directory (compiled in as TOPOPREEMPT_TEST_DATA_DIR).
-[[nodiscard]] inline std::filesystem::path test_data_dir() {
 #ifdef TOPOPREEMPT_TEST_DATA_DIR
+/// The repository's tests/data directory, compiled in as TOPOPREEMPT_TEST_DATA_DIR (an absolute
+/// path, so the tests find it from any working directory). Only for programs that define it.
+[[nodiscard]] inline std::filesystem::path test_data_dir() {
   return std::filesystem::path(TOPOPREEMPT_TEST_DATA_DIR);
-#else
-  return std::filesystem::path(__FILE__).parent_path() / "data";
-#endif
 }
 
 /// `relative` inside tests/data.
 [[nodiscard]] inline std::filesystem::path test_data(std::string_view relative) {
   return test_data_dir() / relative;
 }
+#endif
 
 /// The full data set: the `TOPOPREEMPT_DATA_DIR` environment variable when set, else the directory
 /// configured at build time (CMake cache variable of the same name, default `../shared/data`
