@@ -53,6 +53,7 @@ class TopopreemptConan(ConanFile):
         toolchain.cache_variables["TOPOPREEMPT_BUILD_EXAMPLES"] = False
         toolchain.cache_variables["TOPOPREEMPT_BUILD_BENCHMARKS"] = False
         toolchain.cache_variables["TOPOPREEMPT_BUILD_TOOLS"] = False
+        toolchain.cache_variables["TOPOPREEMPT_BUILD_EXPERIMENTS"] = False
         toolchain.cache_variables["TOPOPREEMPT_INSTALL"] = True
         toolchain.generate()
 
