@@ -179,14 +179,16 @@ TEST_SUITE("simulator") {
     CHECK(kube.wasted_preemptions >= 1);
     CHECK(kube.hit_rate() < 1.0);
     CHECK(kube.plans_rejected == 0);
-    CHECK(kube.jobs_waiting_at_end == 1);  // the serving pod never got its NUMA node
+    REQUIRE(kube.waits_of(10));
+    CHECK(kube.waits_of(10)->p50_s > 0.0);  // the serving pod waited for a proper NUMA node
     sim::SimulationOptions relaxed = logged();
     relaxed.wasted_preemptor = sim::WastedPreemptor::start_without_topology;
     const auto paper =
         sim::simulate(topology, trace, baselines::kube_default, cost::priority_weighted{}, relaxed);
     CHECK(paper.wasted_preemptions == 1);
     CHECK(paper.preemptions == 1);
-    CHECK(paper.jobs_waiting_at_end == 0);  // it ran, without its affinity
+    REQUIRE(paper.waits_of(10));
+    CHECK(paper.waits_of(10)->p50_s == 0.0);  // it ran at once, without its affinity
     const auto ours = sim::simulate(topology, trace, solvers::branch_and_bound,
                                     cost::priority_weighted{}, logged());
     CHECK(ours.wasted_preemptions == 0);
