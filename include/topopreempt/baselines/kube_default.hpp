@@ -512,9 +512,8 @@ class KubeDefaultRun {
 ///
 /// Where it knowingly differs from upstream: docs/baselines.md.
 ///
-/// Status: `no_preemption_needed` when the preemptor (or each of its pods) fits as the cluster
-/// stands honouring its scopes; `feasible` when pods were bound with broken scopes (possibly
-/// with no victims) or with victims (no optimality claim; `lower_bound` = 0), `infeasible` when
+/// Status: `no_preemption_needed` when no pod needed victims (with `topology_satisfied = false`
+/// when some were bound topology-blind, breaking their scopes); `feasible` with victims (no optimality claim; `lower_bound` = 0), `infeasible` when
 /// some replica has no candidate node. Cost = sum of `cost_model.evict` over the victims; elastic
 /// victims are always evicted whole. Thread-safety: `solve` is const and reads `state` only.
 struct kube_default_solver {
@@ -597,10 +596,10 @@ struct kube_default_solver {
       plan.target_domain = topology.lowest_common_ancestor(plan.target_domain, node);
     }
     detail::set_levels(plan, topology);
-    // Pods that each fit alone but break the gang's guarantee did not "fit as the cluster
-    // stands": report the plan as feasible with its broken topology, not as a free fit.
-    plan.status = plan.victims.empty() && plan.topology_satisfied ? PlanStatus::no_preemption_needed
-                                                                   : PlanStatus::feasible;
+    // Pods bound without victims (by the topology-blind filter, or each fitting alone while
+    // breaking the gang's guarantee) needed no preemption, as Kubernetes sees it; the broken
+    // topology is reported by `topology_satisfied = false`, the wasted placement.
+    plan.status = plan.victims.empty() ? PlanStatus::no_preemption_needed : PlanStatus::feasible;
     plan.rejected = run.losers(detail::max_rejected_verdicts, plan.rejected_total);
 
     std::string text = "kube_default: " + preemptor.label() + " (priority " +
