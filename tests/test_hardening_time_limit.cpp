@@ -57,4 +57,19 @@ TEST_SUITE("hardening_time_limit") {
     const std::chrono::milliseconds largest(std::int64_t{1} << 40);
     CHECK(detail::deadline_after(start, largest) == start + largest);
   }
+
+  TEST_CASE("time_limit setters saturate: 9.3e12 ms (the audit's trigger) means no limit") {
+    // duration_cast<nanoseconds>(milliseconds(9'300'000'000'000)) is signed overflow (UBSan).
+    const auto huge = solvers::branch_and_bound_solver{}.time_limit(
+        std::chrono::milliseconds(9'300'000'000'000));
+    CHECK(huge.limits().time_limit == std::chrono::nanoseconds::max());
+    const auto hours = solvers::branch_and_bound_solver{}.time_limit(std::chrono::hours(1));
+    CHECK(hours.limits().time_limit == std::chrono::hours(1));
+    const auto negative =
+        solvers::branch_and_bound_solver{}.time_limit(std::chrono::seconds(-3));
+    CHECK(negative.limits().time_limit == std::chrono::nanoseconds::zero());
+    const auto fractional = solvers::branch_and_bound_solver{}.time_limit(
+        std::chrono::duration<double, std::milli>(1.5));
+    CHECK(fractional.limits().time_limit == std::chrono::microseconds(1500));
+  }
 }

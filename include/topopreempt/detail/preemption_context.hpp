@@ -158,6 +158,20 @@ struct SearchLimits {
   std::size_t domains_left = 1;
 };
 
+/// `limit` in nanoseconds, saturated instead of overflowing: a limit beyond ~292 years means
+/// "no limit" (`nanoseconds::max()`); a negative or NaN limit means "already expired" (zero).
+/// A plain `duration_cast` of such values is signed overflow.
+template <class Rep, class Period>
+[[nodiscard]] constexpr std::chrono::nanoseconds saturating_nanoseconds(
+    std::chrono::duration<Rep, Period> limit) noexcept {
+  const long double ns =
+      std::chrono::duration_cast<std::chrono::duration<long double, std::nano>>(limit).count();
+  if (!(ns > 0.0L)) return std::chrono::nanoseconds::zero();  // negative, zero or NaN
+  constexpr auto max = std::chrono::nanoseconds::max().count();
+  if (ns >= static_cast<long double>(max)) return std::chrono::nanoseconds::max();
+  return std::chrono::nanoseconds(static_cast<std::chrono::nanoseconds::rep>(ns));
+}
+
 /// `start + limit`, saturated at the clock's last time point (a limit of years must not wrap).
 [[nodiscard]] inline Clock::time_point deadline_after(Clock::time_point start,
                                                       std::chrono::nanoseconds limit) noexcept {

@@ -340,15 +340,17 @@ class branch_and_bound_solver {
     limits_.max_nodes = nodes;
     return *this;
   }
-  /// Stop after `limit` wall time (then `feasible` with a gap).
+  /// Stop after `limit` wall time for the whole solve (then `feasible` with a gap). Any value
+  /// is safe: beyond ~292 years it means no limit, a negative one means already expired.
   template <class Rep, class Period>
   branch_and_bound_solver& time_limit(std::chrono::duration<Rep, Period> limit) & noexcept {
-    limits_.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(limit);
+    limits_.time_limit = topopreempt::detail::saturating_nanoseconds(limit);
     return *this;
   }
+  /// On a temporary: returns the changed copy.
   template <class Rep, class Period>
   branch_and_bound_solver time_limit(std::chrono::duration<Rep, Period> limit) && noexcept {
-    limits_.time_limit = std::chrono::duration_cast<std::chrono::nanoseconds>(limit);
+    limits_.time_limit = topopreempt::detail::saturating_nanoseconds(limit);
     return *this;
   }
   /// The limits in force.
