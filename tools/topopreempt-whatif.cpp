@@ -379,6 +379,18 @@ int run_tool(const Options& options) {
   if (options.cost && *options.cost != io::cost_model_name(cost))
     cost = *io::make_cost_model(*options.cost);
 
+  // A cost model that cannot price this snapshot's victims (their prices sum past the largest
+  // double) is an input error, exit 2, not a solver failure: say where the model came from.
+  try {
+    io::visit_cost_model(cost, snapshot.state, [&](const auto& model) {
+      check_price_sum(snapshot.state, snapshot.preemptor, model);
+    });
+  } catch (const std::invalid_argument& error) {
+    std::cerr << "topopreempt-whatif: " << options.snapshot << ": "
+              << (options.cost ? "--cost" : "$.cost_model") << ": " << error.what() << "\n";
+    return exit_usage;
+  }
+
   const std::vector<Result> results = io::visit_cost_model(
       cost, snapshot.state,
       [&](const auto& model) { return run_all(spec.name, snapshot, spec, model); });
