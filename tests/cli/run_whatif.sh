@@ -48,6 +48,15 @@ check 2 "missing file" -- "$tool" "$dir/does-not-exist.json"
 check 2 "--time-limit-ms beyond 2^40" -- \
   "$tool" --time-limit-ms 9300000000000 "$dir/paper-server.json"
 check 0 "--time-limit-ms 2^40" -- "$tool" --time-limit-ms 1099511627776 "$dir/paper-server.json"
+# Finite prices whose sum overflows a double: the snapshot loads, but its cost model is unusable
+# for this preemptor, an input error (it used to read as a wrong "infeasible").
+here=$(dirname "$0")
+if check 2 "cost model whose prices overflow" -- "$tool" --solver all "$here/cost-sum-overflow.json"; then
+  if ! grep -q '\$\.cost_model' "$scratch/err"; then
+    echo "FAIL cost model whose prices overflow: \$.cost_model not named on stderr"
+    failures=$((failures + 1))
+  fi
+fi
 
 found=0
 for snapshot in "$dir"/*.json; do
