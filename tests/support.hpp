@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "data_dir.hpp"
 #include "topopreempt/allocation.hpp"
+#include "topopreempt/machine_shapes.hpp"
 #include "topopreempt/placement_search.hpp"
 #include "topopreempt/topology.hpp"
 #include "topopreempt/workload.hpp"
@@ -66,6 +68,46 @@ inline std::optional<std::filesystem::path> data_file_or_skip(std::string_view r
             "; set TOPOPREEMPT_DATA_DIR to the data set (../shared/data) to run this check");
   }
   return file;
+}
+
+/// A small cluster whose GPUs are shared (openb-style), and a whole-GPU preemptor for it.
+struct SharedGpuInstance {
+  Allocation state;
+  Workload preemptor;
+};
+
+/// Draws a `SharedGpuInstance` from `random`: 1-2 openb T4 nodes (4 GPUs each), 14 jobs of
+/// priority [0, `priorities`), 1 in 8 not preemptible, 1 in `whole_one_in` holding a whole GPU
+/// and the rest a 250-750 milli share; the preemptor (priority `preemptor_priority`) wants 1-2
+/// whole GPUs guaranteed in one NUMA node or one node. Jobs that do not fit are left out.
+inline SharedGpuInstance random_shared_gpu_instance(std::mt19937_64& random,
+                                                    std::uint64_t priorities,
+                                                    std::uint64_t whole_one_in,
+                                                    std::int32_t preemptor_priority) {
+  const auto topology =
+      shared(shapes::cluster(shapes::openb_node("T4", 4, 64000, 262144), 1 + random() % 2, 2));
+  SharedGpuInstance instance{Allocation(topology), Workload{}};
+  for (std::uint64_t id = 1; id <= 14; ++id) {
+    Workload workload;
+    workload.id = WorkloadId{id};
+    workload.priority = static_cast<std::int32_t>(random() % priorities);
+    workload.preemptible = random() % 8 != 0;
+    if (random() % whole_one_in == 0) {
+      workload.demand.whole_devices = 1;
+      workload.demand.resources = topology->schema().make({{"cpu_milli", 2000}});
+    } else {
+      workload.demand.resources = topology->schema().make(
+          {{"gpu_milli", static_cast<Amount>(250 * (1 + random() % 3))}, {"cpu_milli", 1000}});
+    }
+    const auto found = find_placement(instance.state, workload);
+    if (found.found) instance.state.add(workload, found.placement);
+  }
+  Workload& preemptor = instance.preemptor;
+  preemptor.id = WorkloadId{999};
+  preemptor.priority = preemptor_priority;
+  preemptor.demand.whole_devices = 1 + static_cast<std::int32_t>(random() % 2);
+  preemptor.replica_scope = TopologyRequirement::guaranteed(random() % 2 ? "numa" : "node");
+  return instance;
 }
 
 }  // namespace topopreempt::test

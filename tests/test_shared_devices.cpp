@@ -21,29 +21,7 @@ TEST_SUITE("shared_devices") {
     int compared = 0;
     for (std::uint64_t seed = 0; seed < 300; ++seed) {
       std::mt19937_64 random(seed);
-      const auto topology = test::shared(shapes::cluster(shapes::openb_node("T4", 4, 64000, 262144),
-                                                         1 + random() % 2, 2));
-      Allocation state(topology);
-      for (std::uint64_t id = 1; id <= 14; ++id) {
-        Workload workload;
-        workload.id = WorkloadId{id};
-        workload.priority = static_cast<std::int32_t>(random() % 4);
-        workload.preemptible = random() % 8 != 0;
-        if (random() % 4 == 0) {
-          workload.demand.whole_devices = 1;
-          workload.demand.resources = topology->schema().make({{"cpu_milli", 2000}});
-        } else {
-          workload.demand.resources = topology->schema().make(
-              {{"gpu_milli", static_cast<Amount>(250 * (1 + random() % 3))}, {"cpu_milli", 1000}});
-        }
-        const auto found = find_placement(state, workload);
-        if (found.found) state.add(workload, found.placement);
-      }
-      Workload preemptor;
-      preemptor.id = WorkloadId{999};
-      preemptor.priority = 10;
-      preemptor.demand.whole_devices = 1 + static_cast<std::int32_t>(random() % 2);
-      preemptor.replica_scope = TopologyRequirement::guaranteed(random() % 2 ? "numa" : "node");
+      auto [state, preemptor] = test::random_shared_gpu_instance(random, 4, 4, 10);
       const cost::priority_weighted model{.offset = 1.0 + static_cast<double>(random() % 3)};
       const PreemptionPlan exact = solvers::branch_and_bound.solve(state, preemptor, model);
       const PreemptionPlan reference = baselines::exhaustive_subsets.solve(state, preemptor, model);
