@@ -102,13 +102,8 @@ std::array<double, max_load + 1> run(const Policy& policy,
 
 int main(int argc, char** argv) {
   const experiments::Flags flags = experiments::parse_flags(argc, argv);
-  const auto data = experiments::data_dir();
-  if (!data || !std::filesystem::exists(*data / "openb" / "openb_pod_list_default.csv")) {
-    std::cout
-        << "Experiment B1 skipped: the openb trace is not there (set TOPOPREEMPT_DATA_DIR to the "
-           "directory holding openb/ and fgd/; see shared/data/README.md)\n";
-    return flags.check ? 77 : 0;  // 77: ctest's SKIP_RETURN_CODE
-  }
+  const auto data = experiments::openb_data_dir_or_skip("Experiment B1", "openb/ and fgd/");
+  if (!data) return flags.check ? 77 : 0;  // 77: ctest's SKIP_RETURN_CODE
   const auto topology = experiments::openb_cluster(*data);
   const auto pods = experiments::load_openb_pods(*data / "openb" / "openb_pod_list_default.csv");
   const double capacity = static_cast<double>(topology->capacity(Topology::root())(0)) / 1000.0;

@@ -121,13 +121,8 @@ void run(const Solver& solver, const std::string& name,
 
 int main(int argc, char** argv) {
   const experiments::Flags flags = experiments::parse_flags(argc, argv);
-  const auto data = experiments::data_dir();
-  if (!data || !std::filesystem::exists(*data / "openb" / "openb_pod_list_default.csv")) {
-    std::cout
-        << "Experiment B2 skipped: the openb trace is not there (set TOPOPREEMPT_DATA_DIR to the "
-           "directory holding openb/; see shared/data/README.md)\n";
-    return flags.check ? 77 : 0;
-  }
+  const auto data = experiments::openb_data_dir_or_skip("Experiment B2", "openb/");
+  if (!data) return flags.check ? 77 : 0;  // 77: ctest's SKIP_RETURN_CODE
   const auto topology = experiments::openb_cluster(*data);
   const auto pods = experiments::load_openb_pods(*data / "openb" / "openb_pod_list_default.csv");
   const double capacity = static_cast<double>(topology->capacity(Topology::root())(0)) / 1000.0;

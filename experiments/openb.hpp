@@ -6,17 +6,34 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common.hpp"
 #include "topopreempt/machine_shapes.hpp"
 #include "topopreempt/topology.hpp"
 #include "topopreempt/workload.hpp"
 
 namespace experiments {
+
+/// The data directory when it holds the openb trace; otherwise nothing, after telling the user on
+/// stdout that `experiment` is skipped and which folders (`folders`, e.g. "openb/ and fgd/") the
+/// directory set by TOPOPREEMPT_DATA_DIR must hold.
+inline std::optional<std::filesystem::path> openb_data_dir_or_skip(std::string_view experiment,
+                                                                   std::string_view folders) {
+  auto data = data_dir();
+  if (data && std::filesystem::exists(*data / "openb" / "openb_pod_list_default.csv")) return data;
+  std::cout << experiment
+            << " skipped: the openb trace is not there (set TOPOPREEMPT_DATA_DIR to the "
+            << "directory holding " << folders << "; see shared/data/README.md)\n";
+  return std::nullopt;
+}
 
 /// One pod of `openb_pod_list_*.csv`.
 struct OpenbPod {
