@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -67,6 +68,7 @@ class Allocation {
       idle_devices_[d] = topology_->device_count(DomainId{static_cast<std::uint32_t>(d)});
     }
     occupancy_.assign(n, 0);
+    versions_.assign(n, 0);
     occupants_.resize(topology_->domains_at(topology_->host_level()).size());
     occupant_slots_.resize(occupants_.size());
   }
@@ -76,6 +78,19 @@ class Allocation {
   /// Shared handle to the topology.
   [[nodiscard]] const std::shared_ptr<const Topology>& topology_ptr() const noexcept {
     return topology_;
+  }
+
+  /// Version of domain `d`: changes whenever anything inside its subtree changes (a workload
+  /// placed on it or below it is added, removed or shrunk), and only then. Throws
+  /// `std::out_of_range` naming `d` when it is not in the topology.
+  ///
+  /// A version is a 64-bit digest of the subtree's change history (every change is folded in
+  /// with the changed workload's content), not a counter, so versions compare across copies:
+  /// two copies of one state that then apply different changes to a domain end with different
+  /// versions of it (barring a 2^-64 collision), and copies that apply the same changes end
+  /// with the same versions. Undoing a change gives a new version, never the old one.
+  [[nodiscard]] std::uint64_t domain_version(DomainId d) const {
+    return versions_[static_cast<std::size_t>(column(d))];
   }
 
   /// Number of running workloads.
@@ -203,6 +218,7 @@ class Allocation {
     // mutation; the spare record slot appended for it is dropped again if anything throws.
     const WorkloadId id = workload.id;
     record.workload = std::move(workload);
+    record.fingerprint = fingerprint_of(record);
     const std::vector<DomainId> hosts = hosts_of(record);
     const bool appended = free_slots_.empty();
     if (appended) records_.emplace_back();
@@ -291,6 +307,7 @@ class Allocation {
       kept.amounts.col(static_cast<Eigen::Index>(i)) =
           record.amounts.col(static_cast<Eigen::Index>(kept_entries[i]));
     }
+    kept.fingerprint = fingerprint_of(kept);
     const std::vector<DomainId> hosts_after = hosts_of(kept);
     const std::vector<DomainId> hosts_before = hosts_of(record);
     // No-throw from here on.
@@ -309,6 +326,7 @@ class Allocation {
     std::size_t bytes = sizeof(*this) + static_cast<std::size_t>(used_.size()) * sizeof(Amount) +
                         idle_devices_.capacity() * sizeof(std::uint32_t) +
                         occupancy_.capacity() * sizeof(std::uint32_t) +
+                        versions_.capacity() * sizeof(std::uint64_t) +
                         records_.capacity() * sizeof(Record) +
                         free_slots_.capacity() * sizeof(std::uint32_t) +
                         index_.bucket_count() * sizeof(void*) +
@@ -335,8 +353,56 @@ class Allocation {
     std::vector<DomainId> domains;                            // one per placement entry
     Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> amounts;  // dims x entries
     std::vector<std::uint32_t> replica_begin;                 // first entry of each replica
+    std::uint64_t fingerprint = 0;                            // content digest, for versions
     bool live = false;
   };
+
+  /// splitmix64's finaliser: a bijective mix, so distinct inputs stay distinct.
+  [[nodiscard]] static constexpr std::uint64_t mix(std::uint64_t x) noexcept {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27U)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31U);
+  }
+  /// Digest of everything a decision reads from a record: the workload's fields and where
+  /// each entry sits with what amount. Deterministic across runs and platforms.
+  [[nodiscard]] static std::uint64_t fingerprint_of(const Record& record) noexcept {
+    std::uint64_t h = 0x70707265656d7074ULL;
+    const auto fold = [&h](std::uint64_t value) { h = mix(h ^ value); };
+    const auto fold_text = [&fold](const std::string& text) {
+      std::uint64_t fnv = 0xcbf29ce484222325ULL;  // FNV-1a: std::hash is not portable
+      for (const unsigned char c : text) fnv = (fnv ^ c) * 0x100000001b3ULL;
+      fold(fnv ^ text.size());
+    };
+    const auto fold_real = [&fold](double value) { fold(std::bit_cast<std::uint64_t>(value)); };
+    const auto fold_signed = [&fold](std::int64_t value) { fold(static_cast<std::uint64_t>(value)); };
+    const Workload& w = record.workload;
+    fold(w.id.value);
+    fold_text(w.name);
+    fold_signed(w.priority);
+    fold(w.preemptible ? 1U : 0U);
+    fold_signed(w.replicas);
+    fold_signed(w.min_replicas ? *w.min_replicas + 1LL : 0LL);
+    fold_signed(w.demand.whole_devices);
+    for (Eigen::Index i = 0; i < w.demand.resources.size(); ++i) fold_signed(w.demand.resources(i));
+    for (const TopologyRequirement* scope : {&w.replica_scope, &w.gang_scope}) {
+      fold(static_cast<std::uint64_t>(scope->mode));
+      fold_text(scope->level);
+    }
+    fold_real(w.cost.start_time_s);
+    fold_real(w.cost.seconds_since_checkpoint);
+    fold_text(w.cost.model_id);
+    fold_real(w.cost.model_size_gib);
+    fold_real(w.cost.extra_cost);
+    for (std::size_t e = 0; e < record.domains.size(); ++e) {
+      fold(record.domains[e].value);
+      for (Eigen::Index i = 0; i < record.amounts.rows(); ++i) {
+        fold_signed(record.amounts(i, static_cast<Eigen::Index>(e)));
+      }
+    }
+    for (const std::uint32_t begin : record.replica_begin) fold(begin);
+    return h;
+  }
 
   [[nodiscard]] static std::size_t replica_end(const Record& record, std::size_t r) {
     return r + 1 < record.replica_begin.size() ? record.replica_begin[r + 1] : record.domains.size();
@@ -387,7 +453,11 @@ class Allocation {
 
   /// Adds (sign +1) or subtracts (-1) entries [first, last) of `record` along ancestor chains.
   void apply(const Record& record, std::size_t first, std::size_t last, int sign) {
+    // The change folded into every version on the way up: which record, which entry, and
+    // whether it arrived or left (so add-then-remove does not restore the old version).
+    const std::uint64_t change = mix(record.fingerprint ^ (sign > 0 ? 0x2bULL : 0x2dULL));
     for (std::size_t e = first; e < last; ++e) {
+      const std::uint64_t entry_change = mix(change ^ e);
       const DomainId domain = record.domains[e];
       const auto amount = record.amounts.col(static_cast<Eigen::Index>(e));
       bool idle_changed = false;
@@ -402,6 +472,8 @@ class Allocation {
           used_.col(at.value) -= amount;
         }
         if (idle_changed) idle_devices_[at.value] += sign > 0 ? -1U : 1U;
+        std::uint64_t& version = versions_[at.value];
+        version = mix(version ^ entry_change);
         if (at == Topology::root()) break;
       }
     }
@@ -420,6 +492,7 @@ class Allocation {
   Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> used_;  // dims x domains, aggregated
   std::vector<std::uint32_t> idle_devices_;                     // per domain, aggregated
   std::vector<std::uint32_t> occupancy_;                        // per device: entries on it
+  std::vector<std::uint64_t> versions_;                         // per domain (domain_version)
   std::vector<std::vector<WorkloadId>> occupants_;              // per host ordinal
   std::vector<std::vector<std::uint32_t>> occupant_slots_;      // parallel: record slots
   std::vector<Record> records_;

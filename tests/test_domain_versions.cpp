@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+// Allocation::domain_version: changes exactly where a state change reaches, compares across
+// copies, and never returns to an old value when a change is undone.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "support.hpp"
+#include "topopreempt/allocation.hpp"
+#include "topopreempt/machine_shapes.hpp"
+
+namespace topopreempt {
+namespace {
+
+std::vector<std::uint64_t> all_versions(const Allocation& state) {
+  std::vector<std::uint64_t> versions;
+  for (std::uint32_t d = 0; d < state.topology().size(); ++d)
+    versions.push_back(state.domain_version(DomainId{d}));
+  return versions;
+}
+
+/// Domains whose version differs between `before` and `after`.
+std::vector<DomainId> moved(const std::vector<std::uint64_t>& before,
+                            const std::vector<std::uint64_t>& after) {
+  std::vector<DomainId> result;
+  for (std::uint32_t d = 0; d < before.size(); ++d) {
+    if (before[d] != after[d]) result.push_back(DomainId{d});
+  }
+  return result;
+}
+
+/// Domains on the paths from the workload's placement entries to the root.
+std::vector<DomainId> reached_by(const Allocation& state, WorkloadId id) {
+  const Topology& topology = state.topology();
+  std::vector<bool> hit(topology.size(), false);
+  for (const auto& replica : state.placement(id).replicas) {
+    for (const auto& entry : replica.entries) {
+      for (DomainId at = entry.domain; at.valid(); at = topology.parent(at)) {
+        hit[at.value] = true;
+        if (at == Topology::root()) break;
+      }
+    }
+  }
+  std::vector<DomainId> result;
+  for (std::uint32_t d = 0; d < hit.size(); ++d) {
+    if (hit[d]) result.push_back(DomainId{d});
+  }
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("domain_version changes exactly on the domains a change reaches") {
+  Allocation state(test::shared(shapes::cluster(shapes::dense_8gpu_server(), 4, 2)));
+  test::start(state, test::gpu_job(1, 100, 2, 1, TopologyRequirement::guaranteed("pcie_switch")));
+  test::start(state, test::gpu_job(2, 100, 8, 1, TopologyRequirement::guaranteed("node")));
+  const auto before = all_versions(state);
+
+  SUBCASE("add") {
+    test::start(state, test::gpu_job(3, 100, 1, 1, TopologyRequirement::guaranteed("numa")));
+    CHECK(moved(before, all_versions(state)) == reached_by(state, WorkloadId{3}));
+  }
+  SUBCASE("remove") {
+    const auto reached = reached_by(state, WorkloadId{1});
+    state.remove(WorkloadId{1});
+    CHECK(moved(before, all_versions(state)) == reached);
+  }
+  SUBCASE("shrink moves every domain of the shrunk workload, kept replicas included") {
+    Workload elastic = test::gpu_job(4, 100, 1, 3, TopologyRequirement::guaranteed("numa"));
+    elastic.min_replicas = 1;
+    test::start(state, elastic);
+    const auto reached = reached_by(state, WorkloadId{4});
+    const auto with_elastic = all_versions(state);
+    const std::vector<std::int32_t> drop{0};
+    state.shrink(WorkloadId{4}, drop);
+    CHECK(moved(with_elastic, all_versions(state)) == reached);
+  }
+  SUBCASE("a failed change moves nothing") {
+    CHECK_THROWS(state.remove(WorkloadId{99}));
+    CHECK_THROWS(state.add(test::gpu_job(1, 100, 1), Placement{}));
+    CHECK(all_versions(state) == before);
+  }
+}
+
+TEST_CASE("domain_version: undoing a change gives a new version; copies compare") {
+  Allocation state(test::shared(shapes::cluster(shapes::dense_8gpu_server(), 2, 2)));
+  test::start(state, test::gpu_job(1, 100, 2, 1, TopologyRequirement::guaranteed("pcie_switch")));
+  const auto before = all_versions(state);
+  const Workload extra = test::gpu_job(2, 100, 1, 1, TopologyRequirement::guaranteed("numa"));
+
+  Allocation copy_a = state;
+  Allocation copy_b = state;
+  CHECK(all_versions(copy_a) == before);
+
+  const Placement placement = test::start(copy_a, extra);
+  copy_b.add(extra, placement);  // the same change on another copy: the same versions
+  CHECK(all_versions(copy_a) == all_versions(copy_b));
+
+  copy_a.remove(WorkloadId{2});  // undone: same content as `state`, but a new version
+  const auto undone = all_versions(copy_a);
+  CHECK(moved(before, undone) == reached_by(copy_b, WorkloadId{2}));
+
+  // A different change to the same domains: differs from copy_b's.
+  Workload other = extra;
+  other.priority = 7;
+  Allocation copy_c = state;
+  copy_c.add(other, placement);
+  for (DomainId d : reached_by(copy_c, WorkloadId{2})) {
+    CHECK(copy_c.domain_version(d) != copy_b.domain_version(d));
+  }
+  CHECK_THROWS_AS(
+      (void)state.domain_version(DomainId{static_cast<std::uint32_t>(state.topology().size())}),
+      std::out_of_range);
+}
+
+}  // namespace topopreempt
