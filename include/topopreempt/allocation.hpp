@@ -69,6 +69,13 @@ class Allocation {
     }
     occupancy_.assign(n, 0);
     versions_.assign(n, 0);
+    // The index covers the host level and above (a few percent of the domains: devices,
+    // NUMA nodes and sockets would multiply its size); slot = level offset + ordinal.
+    holding_level_offset_.assign(static_cast<std::size_t>(topology_->host_level()) + 2, 0);
+    for (LevelIndex level = 0; level <= topology_->host_level(); ++level) {
+      holding_level_offset_[level + 1U] = holding_level_offset_[level] + topology_->domains_at(level).size();
+    }
+    holdings_.resize(holding_level_offset_.back());
     occupants_.resize(topology_->domains_at(topology_->host_level()).size());
     occupant_slots_.resize(occupants_.size());
   }
@@ -91,6 +98,31 @@ class Allocation {
   /// with the same versions. Undoing a change gives a new version, never the old one.
   [[nodiscard]] std::uint64_t domain_version(DomainId d) const {
     return versions_[static_cast<std::size_t>(column(d))];
+  }
+
+  /// The preemption index: what preemptible workloads of priority strictly below `priority`
+  /// hold in dimension `dim` of d's subtree. With `free(d, dim)` it tells a solver, without
+  /// reading any occupant, whether evicting every eligible victim could free enough of `dim`.
+  /// Exact for domains at or above the host level; below it (sockets, NUMA nodes, devices are
+  /// not indexed, which keeps the index a few percent of the state) the answer for the
+  /// enclosing host, an upper bound. Cost: O(distinct priorities held there). Throws
+  /// `std::out_of_range` for an unknown `d`.
+  [[nodiscard]] Amount preemptible_below(DomainId d, std::int32_t priority, std::size_t dim) const {
+    return holdings_sum(d, priority, holding_amounts + dim);
+  }
+  /// The preemption index: placement entries on devices (whole devices or shares) of
+  /// preemptible workloads of priority strictly below `priority` in d's subtree; an upper
+  /// bound on the devices their eviction can empty. Exact at and above the host level, the
+  /// enclosing host's count below it (an upper bound). Same cost as `preemptible_below`.
+  [[nodiscard]] std::int64_t preemptible_device_entries_below(DomainId d, std::int32_t priority) const {
+    return holdings_sum(d, priority, holding_devices);
+  }
+  /// Bytes of the preemption index alone (part of `memory_bytes`).
+  [[nodiscard]] std::size_t index_memory_bytes() const noexcept {
+    std::size_t bytes = holdings_.capacity() * sizeof(std::vector<Amount>) +
+                        holding_level_offset_.capacity() * sizeof(std::size_t);
+    for (const auto& rows : holdings_) bytes += rows.capacity() * sizeof(Amount);
+    return bytes;
   }
 
   /// Number of running workloads.
@@ -230,6 +262,7 @@ class Allocation {
         occupants_[ordinal].reserve(occupants_[ordinal].size() + 1);
         occupant_slots_[ordinal].reserve(occupant_slots_[ordinal].size() + 1);
       }
+      reserve_holdings(record);
       index_.reserve(index_.size() + 1);
       // Last: reserve() only sizes the buckets, inserting still allocates the node (and may
       // throw std::bad_alloc). Done after the record was live, it left a ghost record that
@@ -326,7 +359,7 @@ class Allocation {
     std::size_t bytes = sizeof(*this) + static_cast<std::size_t>(used_.size()) * sizeof(Amount) +
                         idle_devices_.capacity() * sizeof(std::uint32_t) +
                         occupancy_.capacity() * sizeof(std::uint32_t) +
-                        versions_.capacity() * sizeof(std::uint64_t) +
+                        versions_.capacity() * sizeof(std::uint64_t) + index_memory_bytes() +
                         records_.capacity() * sizeof(Record) +
                         free_slots_.capacity() * sizeof(std::uint32_t) +
                         index_.bucket_count() * sizeof(void*) +
@@ -456,6 +489,7 @@ class Allocation {
     // The change folded into every version on the way up: which record, which entry, and
     // whether it arrived or left (so add-then-remove does not restore the old version).
     const std::uint64_t change = mix(record.fingerprint ^ (sign > 0 ? 0x2bULL : 0x2dULL));
+    const bool indexed = record.workload.preemptible;
     for (std::size_t e = first; e < last; ++e) {
       const std::uint64_t entry_change = mix(change ^ e);
       const DomainId domain = record.domains[e];
@@ -474,9 +508,83 @@ class Allocation {
         if (idle_changed) idle_devices_[at.value] += sign > 0 ? -1U : 1U;
         std::uint64_t& version = versions_[at.value];
         version = mix(version ^ entry_change);
+        if (indexed && topology_->level(at) <= topology_->host_level()) {
+          add_holding(at, record.workload.priority, topology_->is_device(domain), amount, sign);
+        }
         if (at == Topology::root()) break;
       }
     }
+  }
+
+  // The preemption index: per domain at or above the host level, rows [priority, device entries, amount per dim...] of
+  // what preemptible workloads hold, ascending priority, one row per priority present (a row
+  // is dropped when it empties, so the index depends on the state, not on its history).
+  static constexpr std::size_t holding_priority = 0;
+  static constexpr std::size_t holding_devices = 1;
+  static constexpr std::size_t holding_amounts = 2;
+  [[nodiscard]] std::size_t holding_stride() const noexcept {
+    return holding_amounts + topology_->schema().size();
+  }
+  /// Index slot of d, or of its nearest ancestor at or above the host level (its host, where
+  /// the branch has one) when d lies below it.
+  [[nodiscard]] std::size_t holding_slot(DomainId d) const noexcept {
+    while (topology_->level(d) > topology_->host_level()) d = topology_->parent(d);
+    return holding_level_offset_[topology_->level(d)] + topology_->ordinal(d);
+  }
+  [[nodiscard]] std::int64_t holdings_sum(DomainId d, std::int32_t priority, std::size_t field) const {
+    (void)column(d);  // validates d
+    const auto& rows = holdings_[holding_slot(d)];
+    const std::size_t stride = holding_stride();
+    std::int64_t sum = 0;
+    for (std::size_t row = 0; row < rows.size(); row += stride) {
+      if (rows[row + holding_priority] >= priority) break;
+      sum += rows[row + field];
+    }
+    return sum;
+  }
+  /// Row offset of `priority` in `rows`, or where it would be inserted.
+  [[nodiscard]] std::size_t holding_row(const std::vector<Amount>& rows, std::int32_t priority) const noexcept {
+    const std::size_t stride = holding_stride();
+    std::size_t row = 0;
+    while (row < rows.size() && rows[row + holding_priority] < priority) row += stride;
+    return row;
+  }
+  /// Makes room, before any mutation, for the index rows `record` may add (strong guarantee:
+  /// `apply` then never allocates). A shrink re-adds only rows it just emptied, which keep
+  /// their capacity.
+  void reserve_holdings(const Record& record) {
+    if (!record.workload.preemptible) return;
+    const std::size_t stride = holding_stride();
+    for (DomainId domain : record.domains) {
+      for (DomainId at = domain; at.valid(); at = topology_->parent(at)) {
+        if (topology_->level(at) > topology_->host_level()) continue;
+        auto& rows = holdings_[holding_slot(at)];
+        const std::size_t row = holding_row(rows, record.workload.priority);
+        if (row == rows.size() || rows[row + holding_priority] != record.workload.priority) {
+          rows.reserve(rows.size() + stride);
+        }
+        if (at == Topology::root()) break;
+      }
+    }
+  }
+  template <class Column>
+  void add_holding(DomainId at, std::int32_t priority, bool device, const Column& amount, int sign) noexcept {
+    auto& rows = holdings_[holding_slot(at)];
+    const std::size_t stride = holding_stride();
+    std::size_t row = holding_row(rows, priority);
+    if (row == rows.size() || rows[row + holding_priority] != priority) {
+      // Never reallocates: reserve_holdings made room (or the row was emptied just before).
+      rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(row), stride, Amount{0});
+      rows[row + holding_priority] = priority;
+    }
+    rows[row + holding_devices] += device ? sign : 0;
+    bool empty = rows[row + holding_devices] == 0;
+    for (std::size_t i = 0; i < stride - holding_amounts; ++i) {
+      Amount& held = rows[row + holding_amounts + i];
+      held += sign > 0 ? amount(static_cast<Eigen::Index>(i)) : -amount(static_cast<Eigen::Index>(i));
+      empty = empty && held == 0;
+    }
+    if (empty) rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(row), rows.begin() + static_cast<std::ptrdiff_t>(row + stride));
   }
 
   /// Local used amount (the domain's own pools/device, excluding children).
@@ -493,6 +601,8 @@ class Allocation {
   std::vector<std::uint32_t> idle_devices_;                     // per domain, aggregated
   std::vector<std::uint32_t> occupancy_;                        // per device: entries on it
   std::vector<std::uint64_t> versions_;                         // per domain (domain_version)
+  std::vector<std::vector<Amount>> holdings_;                   // per indexed domain (holding_slot)
+  std::vector<std::size_t> holding_level_offset_;               // first slot of each level <= host
   std::vector<std::vector<WorkloadId>> occupants_;              // per host ordinal
   std::vector<std::vector<std::uint32_t>> occupant_slots_;      // parallel: record slots
   std::vector<Record> records_;
