@@ -31,6 +31,28 @@ concept CostModel = requires(const Model& model, const Workload& victim, std::in
   { Model::name } -> std::convertible_to<std::string_view>;
 };
 
+/// Optional declaration that lets solvers bound a domain's cost without reading its occupants:
+/// `least_price()` is a price no action (eviction or shrink) on any victim undercuts. Every
+/// plan with k victims then costs at least k x least_price(), and since a decision is only
+/// searched when the preemptor does not fit anywhere as things stand, every candidate domain
+/// costs at least least_price(). Solvers check the declaration against every eligible victim's
+/// prices (`check_price_sum`) and reject a model that breaks it. A model that declares nothing
+/// gets the bound 0 (every feasible domain is then read, as before).
+template <class Model>
+concept PriceFloorModel = CostModel<Model> && requires(const Model& model) {
+  { model.least_price() } -> std::convertible_to<double>;
+};
+
+/// The declared price floor of `model`, or 0 when it declares none.
+template <CostModel Model>
+[[nodiscard]] double least_price_of(const Model& model) {
+  if constexpr (PriceFloorModel<Model>) {
+    return static_cast<double>(model.least_price());
+  } else {
+    return 0.0;
+  }
+}
+
 namespace cost {
 
 /// Number of disrupted workloads: 1 per eviction, 1 per shrink.
@@ -38,6 +60,8 @@ struct victim_count {
   static constexpr std::string_view name = "victim_count";
   [[nodiscard]] double evict(const Workload&) const noexcept { return 1.0; }
   [[nodiscard]] double shrink(const Workload&, std::int32_t) const noexcept { return 1.0; }
+  /// Every action costs 1.
+  [[nodiscard]] double least_price() const noexcept { return 1.0; }
 };
 
 /// Priority-weighted: `priority + offset` per evicted workload (offset 2^31 makes every int32
@@ -88,6 +112,8 @@ class kubernetes_order {
     return std::pow(base_, static_cast<double>(it - priorities_.begin()));
   }
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t) const { return evict(victim); }
+  /// The lowest rank costs base^0 = 1.
+  [[nodiscard]] double least_price() const noexcept { return 1.0; }
 
  private:
   std::vector<std::int32_t> priorities_;
@@ -114,6 +140,8 @@ struct lost_work {
     return floor + gpus_per_replica(victim) * dropped *
                        std::max(victim.cost.seconds_since_checkpoint, 0.0);
   }
+  /// Lost work is never negative: `floor` per victim.
+  [[nodiscard]] double least_price() const noexcept { return std::max(floor, 0.0); }
 };
 
 /// Model reload cost (Compass): seconds to load the victim's model back into GPU memory,
@@ -127,6 +155,10 @@ struct reload_time {
   }
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
     return floor + dropped * std::max(victim.cost.model_size_gib, 0.0) / bandwidth_gib_per_s;
+  }
+  /// `floor` per victim (the reload time is >= 0 for a positive bandwidth, else no floor).
+  [[nodiscard]] double least_price() const noexcept {
+    return bandwidth_gib_per_s > 0.0 ? std::max(floor, 0.0) : 0.0;
   }
 };
 
@@ -143,6 +175,13 @@ struct weighted_sum {
   }
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const {
     return first_weight * first.shrink(victim, dropped) + second_weight * second.shrink(victim, dropped);
+  }
+  /// Declared when both parts declare one and both weights are >= 0.
+  [[nodiscard]] double least_price() const
+    requires PriceFloorModel<First> && PriceFloorModel<Second>
+  {
+    if (!(first_weight >= 0.0) || !(second_weight >= 0.0)) return 0.0;
+    return first_weight * first.least_price() + second_weight * second.least_price();
   }
 };
 
@@ -164,17 +203,31 @@ struct weighted_sum {
 /// largest finite double. Every plan's cost is at most that sum, so below it no cost or bound
 /// of any solver can overflow to infinity (which would read as "no plan", a wrong
 /// `infeasible`); above it the model must be rescaled. Also rejects an invalid single price
-/// (see `checked_cost`). Cost: one pass over the running workloads. Every solver and baseline
+/// (see `checked_cost`), and a model whose declared `least_price()` (see `PriceFloorModel`) is
+/// not finite and >= 0 or is undercut by some victim's price. Cost: one pass over the running workloads. Every solver and baseline
 /// calls this first.
 template <CostModel Model>
 void check_price_sum(const Allocation& state, const Workload& preemptor, const Model& model) {
   double total = 0.0;
+  const double floor = least_price_of(model);
+  if (!std::isfinite(floor) || floor < 0.0) {
+    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' declares least_price() " +
+                                std::to_string(floor) + "; it must be finite and >= 0");
+  }
   state.for_each_workload([&](const Workload& victim) {
     if (!victim.preemptible || victim.priority >= preemptor.priority) return;
     double dearest = checked_cost(static_cast<double>(model.evict(victim)), Model::name, victim);
+    double cheapest = dearest;
     for (std::int32_t dropped = 1; dropped <= victim.shrinkable_replicas(); ++dropped) {
-      dearest = std::max(dearest, checked_cost(static_cast<double>(model.shrink(victim, dropped)),
-                                               Model::name, victim));
+      const double price = checked_cost(static_cast<double>(model.shrink(victim, dropped)), Model::name, victim);
+      dearest = std::max(dearest, price);
+      cheapest = std::min(cheapest, price);
+    }
+    // A declared floor lets solvers prune domains unread: a price below it would make plans wrong.
+    if (cheapest < floor) {
+      throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " + victim.label() +
+                                  " at " + std::to_string(cheapest) + ", below its declared least_price() " +
+                                  std::to_string(floor));
     }
     total += dearest;
   });

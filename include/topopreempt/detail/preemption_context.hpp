@@ -106,6 +106,21 @@ struct ScanResult {
   std::size_t victims = 0;
 };
 
+/// Scan results of the candidate domains of one preemptor class and cost model, kept across
+/// decisions (see `IncrementalDecider`): per tier and target (by ordinal in its level), the
+/// result and a digest of the versions of the domains the scan read. A result is reused while
+/// that digest is unchanged. Not thread-safe: one decision at a time.
+struct ScanCache {
+  struct Entry {
+    std::uint64_t key = 0;
+    bool valid = false;
+    ScanResult result;
+  };
+  std::vector<std::vector<Entry>> tiers;
+  std::uint64_t hits = 0;    ///< scans answered from the cache
+  std::uint64_t misses = 0;  ///< scans done (and stored)
+};
+
 /// Marks the "whole idle devices" relaxation dimension.
 inline constexpr std::size_t whole_device_dimension = std::numeric_limits<std::size_t>::max();
 
@@ -136,7 +151,7 @@ struct DomainOutcome {
 
 /// Why a domain lost, kept as numbers and formatted only for the few domains a plan lists.
 struct Rejection {
-  enum class Kind : std::uint8_t { too_small, hopeless, bound, costlier, no_better };
+  enum class Kind : std::uint8_t { too_small, hopeless, hopeless_unread, bound, bound_unread, costlier, no_better };
   DomainId domain;
   Kind kind = Kind::bound;
   Shortfall shortfall;
@@ -156,6 +171,10 @@ struct SearchLimits {
   /// Candidate domains still to be searched in this tier, the current one included (set per
   /// domain by `solve_with`): the last one may spend every node left.
   std::size_t domains_left = 1;
+  /// Reads (scans) every candidate domain before searching any, as before the preemption
+  /// index existed. Same costs and statuses, possibly a different domain among equal-cost
+  /// ones; kept so that benchmarks measure both paths in one run.
+  bool full_scan = false;
 };
 
 /// `limit` in nanoseconds, saturated instead of overflowing: a limit beyond ~292 years means
@@ -514,6 +533,44 @@ class PreemptionContext {
     for (std::size_t t = 0; t < batch; ++t) emit(targets[t], finish_scan(tier, workspace.targets[t]));
   }
 
+  /// `scan_batch` through `cache` (may be null): targets whose read domains kept their
+  /// versions are answered from it, the others scanned (as one batch) and stored. Results are
+  /// emitted in target order either way, so a cached decision logs exactly what a cold one does.
+  template <class Emit>
+  void scan_batch_cached(std::size_t tier_index, const Tier& tier, std::span<const DomainId> targets,
+                         ScanWorkspace& workspace, ScanCache* cache, Emit&& emit) const {
+    if (cache == nullptr) {
+      scan_batch(tier, targets, workspace, emit);
+      return;
+    }
+    if (cache->tiers.size() <= tier_index) cache->tiers.resize(tier_index + 1);
+    auto& entries = cache->tiers[tier_index];
+    if (entries.size() != this->targets(tier).size()) entries.assign(this->targets(tier).size(), {});
+    const auto key_of = [&](DomainId target) {
+      std::uint64_t key = state_.domain_version(reach(tier, target));
+      for (const std::size_t dim : tier.dims) {
+        key = key * 0x9e3779b97f4a7c15ULL ^ state_.domain_version(aggregate_domain(target, dim));
+      }
+      return key;
+    };
+    std::vector<DomainId> misses;
+    for (const DomainId target : targets) {
+      const auto& entry = entries[topology_.ordinal(target)];
+      if (!entry.valid || entry.key != key_of(target)) misses.push_back(target);
+    }
+    if (!misses.empty()) {
+      scan_batch(tier, std::span<const DomainId>(misses), workspace, [&](DomainId target, const ScanResult& result) {
+        auto& entry = entries[topology_.ordinal(target)];
+        entry.key = key_of(target);
+        entry.result = result;
+        entry.valid = true;
+      });
+    }
+    cache->misses += misses.size();
+    cache->hits += targets.size() - misses.size();
+    for (const DomainId target : targets) emit(target, entries[topology_.ordinal(target)].result);
+  }
+
   /// Calls `visit(batch)` for the targets of `tier` in batches for `scan_batch`: one per host
   /// when targets lie at or below the host level (only those passing `keep`), else one each.
   template <class Keep, class Visit>
@@ -552,6 +609,25 @@ class PreemptionContext {
       result.bound = std::max(result.bound, fractional_cover(slot.items[k], slot.need[k]));
     }
     return result;
+  }
+
+  /// The preemption index's verdict on one target, read from aggregates alone (no occupant):
+  /// the first relaxation dimension whose deficit exceeds what every eligible victim holds
+  /// where it is measured (for a domain below the host level, what they hold in its host).
+  /// Never wrong: the index counts every eligible victim there, a superset of what the scan
+  /// counts, so a domain it rejects the scan rejects too.
+  [[nodiscard]] std::optional<Shortfall> index_shortfall(const Tier& tier, DomainId target) const {
+    for (const std::size_t dim : tier.dims) {
+      const DomainId where = aggregate_domain(target, dim);
+      const double need = std::max(0.0, total_demand(tier, dim) - free_in(state_, where, dim));
+      if (need <= 0.0) continue;
+      const double have =
+          dim == whole_device_dim
+              ? static_cast<double>(state_.preemptible_device_entries_below(where, preemptor_.priority))
+              : static_cast<double>(state_.preemptible_below(where, preemptor_.priority, dim));
+      if (have + 1e-9 < need) return Shortfall{dim, have, need, 0};
+    }
+    return std::nullopt;
   }
 
   /// Calls `visit(host)` for each host-level domain that `scope` covers or lies in.
@@ -940,8 +1016,14 @@ class RejectionLog {
         return "even evicting all " + std::to_string(r.shortfall.victims) + " eligible victims frees " +
                amount(r.shortfall.have) + " of the " + amount(r.shortfall.need) + " " +
                context.dimension_name(r.shortfall.dim) + " missing";
+      case Rejection::Kind::hopeless_unread:
+        return "not read: even evicting every eligible victim frees at most " + amount(r.shortfall.have) + " of the " +
+               amount(r.shortfall.need) + " " + context.dimension_name(r.shortfall.dim) +
+               " missing (preemption index)";
       case Rejection::Kind::bound:
         return "lower bound " + amount(r.value) + " >= best cost " + amount(r.best);
+      case Rejection::Kind::bound_unread:
+        return "not read: index lower bound " + amount(r.value) + " >= best cost " + amount(r.best);
       case Rejection::Kind::costlier:
         return "best victim set costs " + amount(r.value) + " > " + amount(r.best) +
                (r.note.empty() ? "" : " (" + r.note + ")");
@@ -956,13 +1038,19 @@ class RejectionLog {
   std::uint64_t total_ = 0;
 };
 
-/// The driver every solver shares: checks "fits already", then per tier scans every target
-/// domain (capacity check, victims, fractional bound), searches domains in ascending bound
-/// order and skips the rest once their bound cannot beat the best plan (pruning whole
-/// domains unread in depth). Tiers are taken tightest first; the first tier with a plan wins.
+/// The driver every solver shares: checks "fits already", then per tier screens every target
+/// domain from aggregates (capacity, and the preemption index: can evicting every eligible
+/// victim free enough?), and takes domains in ascending lower-bound order: an unread domain
+/// (bound: the model's declared price floor, see `PriceFloorModel`) is read (scanned: victims
+/// and fractional bound) and goes back with its scan bound; a read one is searched. Once the
+/// least bound left cannot beat the best plan, the rest is pruned, most of it never read.
+/// Tiers are taken tightest first; the first tier with a plan wins. `limits.full_scan` reads
+/// every domain first (the path before the index). `cache` (optional) keeps scan results
+/// across decisions of one preemptor class and cost model (`IncrementalDecider`).
 template <CostModel Model, DomainSearch Search>
 PreemptionPlan solve_with(std::string_view solver, const Allocation& state, const Workload& preemptor,
-                          const Model& model, const Search& search, SearchLimits limits) {
+                          const Model& model, const Search& search, SearchLimits limits,
+                          ScanCache* cache = nullptr) {
   const auto start = Clock::now();
   DeadlineWatch deadline(deadline_after(start, limits.time_limit));
   PreemptionContext<Model> context(state, preemptor, model);
@@ -982,12 +1070,22 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
   const auto tolerance = [](double cost) {
     return std::isfinite(cost) ? 1e-9 * std::max(1.0, std::abs(cost)) : 0.0;
   };
-  for (const Tier& tier : context.tiers()) {
-    struct Scanned {
+  // Every domain costs at least the model's declared price floor: the preemptor fits nowhere
+  // as things stand, so each plan evicts or shrinks at least one victim.
+  const double floor = least_price_of(model);
+  for (std::size_t tier_index = 0; tier_index < context.tiers().size(); ++tier_index) {
+    const Tier& tier = context.tiers()[tier_index];
+    // A read candidate domain, keyed by a lower bound on its cost: its scan bound (or the
+    // price floor if larger).
+    struct Candidate {
       double bound;
       DomainId target;
     };
-    std::vector<Scanned> scanned;
+    std::vector<Candidate> candidates;  // a heap of read domains
+    // Unread candidates, ascending id. Their bound is the price floor, so taken cheapest
+    // bound first they come in id order: a cursor replaces a heap.
+    std::vector<DomainId> unread;
+    std::size_t cursor = 0;
     DomainProblem problem;
     ScanWorkspace workspace;
     std::vector<DomainId> batch;
@@ -1001,6 +1099,11 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
       }
       return true;
     };
+    // A min-heap by (bound, id): usually only the first few domains are searched before the
+    // bound closes the rest, so a full sort would be wasted.
+    const auto later = [](const Candidate& a, const Candidate& b) {
+      return a.bound > b.bound || (a.bound == b.bound && a.target > b.target);
+    };
     const auto emit = [&](DomainId target, const ScanResult& result) {
       statistics.victims_considered += result.victims;
       if (result.shortfall) {
@@ -1008,41 +1111,80 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
         log.scanned({target, Rejection::Kind::hopeless, *result.shortfall, 0.0, 0.0, {}});
         return;
       }
-      scanned.push_back({result.bound, target});
+      candidates.push_back({limits.full_scan ? result.bound : std::max(floor, result.bound), target});
+      if (!limits.full_scan) std::push_heap(candidates.begin(), candidates.end(), later);
     };
-    context.for_each_batch(tier, batch, keep, [&](std::span<const DomainId> targets) {
-      context.scan_batch(tier, targets, workspace, emit);
-    });
-    // A min-heap by (bound, id): usually only the first few domains are searched before the
-    // bound closes the rest, so a full sort would be wasted.
-    const auto later = [](const Scanned& a, const Scanned& b) {
-      return a.bound > b.bound || (a.bound == b.bound && a.target > b.target);
-    };
+    if (limits.full_scan) {
+      // The path before the index: read every candidate domain first.
+      context.for_each_batch(tier, batch, keep, [&](std::span<const DomainId> targets) {
+        context.scan_batch_cached(tier_index, tier, targets, workspace, cache, emit);
+      });
+    } else {
+      for (DomainId target : context.targets(tier)) {
+        if (keep(target)) {
+          unread.push_back(target);
+        } else if (deadline.has_expired()) {
+          break;
+        }
+      }
+    }
     bool cut_short = false;  // the deadline left domains of this tier unscanned or unsearched
     std::size_t searched_here = 0;
     if (deadline.has_expired()) {
       cut_short = true;
       statistics.limit_reached = true;
     }
-    std::make_heap(scanned.begin(), scanned.end(), later);
+    std::make_heap(candidates.begin(), candidates.end(), later);
     double best_cost = std::numeric_limits<double>::infinity();
     std::optional<DomainProblem> best_problem;
     DomainOutcome best;
     double open_bound = std::numeric_limits<double>::infinity();  // least bound left unclosed
-    while (!scanned.empty()) {
-      std::pop_heap(scanned.begin(), scanned.end(), later);
-      const Scanned item = scanned.back();
-      scanned.pop_back();
-      if (item.bound >= best_cost - tolerance(best_cost)) {
-        // Every domain left has a bound at least this large: all are pruned at once.
-        statistics.domains_pruned += scanned.size() + 1;
-        log.searched({item.target, Rejection::Kind::bound, {}, item.bound, best_cost, {}});
-        while (!scanned.empty() && log.wants_more()) {
-          std::pop_heap(scanned.begin(), scanned.end(), later);
-          log.searched({scanned.back().target, Rejection::Kind::bound, {}, scanned.back().bound, best_cost, {}});
-          scanned.pop_back();
+    const LevelIndex host_level = context.topology().host_level();
+    // Reads the next unread candidates: the one at the cursor, with the following ones on the
+    // same host when targets lie below the host level (one pass over the host's occupants,
+    // as the full scan does). The index rejects hopeless ones first, unread.
+    const auto read_next = [&] {
+      batch.clear();
+      const DomainId first = unread[cursor];
+      const DomainId host = tier.target_level > host_level ? context.topology().ancestor_at(first, host_level)
+                                                           : DomainId{};
+      do {
+        const DomainId target = unread[cursor++];
+        if (auto shortfall = context.index_shortfall(tier, target)) {
+          ++statistics.domains_pruned;
+          log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
+        } else {
+          batch.push_back(target);
         }
-        log.count_unlisted(scanned.size());
+      } while (host.valid() && cursor < unread.size() &&
+               context.topology().ancestor_at(unread[cursor], host_level) == host);
+      if (!batch.empty()) {
+        context.scan_batch_cached(tier_index, tier, std::span<const DomainId>(batch), workspace, cache, emit);
+      }
+    };
+    while (!candidates.empty() || cursor < unread.size()) {
+      const std::size_t live = candidates.size() + (unread.size() - cursor);
+      // Unread domains (bound: the floor) go before read ones of a larger bound; at equal
+      // bounds read ones go first, so a plan at the floor ends the tier without reading the
+      // other domains whose bound is the floor.
+      const bool take_unread = cursor < unread.size() && (candidates.empty() || candidates.front().bound > floor);
+      const double least = take_unread ? floor : candidates.front().bound;
+      if (least >= best_cost - tolerance(best_cost)) {
+        // Every domain left has a bound at least this large: all are pruned at once, the
+        // closest read ones listed first, then unread ones.
+        statistics.domains_pruned += live;
+        std::size_t listed = 0;
+        while (!candidates.empty() && log.wants_more()) {
+          std::pop_heap(candidates.begin(), candidates.end(), later);
+          log.searched({candidates.back().target, Rejection::Kind::bound, {}, candidates.back().bound, best_cost, {}});
+          candidates.pop_back();
+          ++listed;
+        }
+        while (cursor < unread.size() && log.wants_more()) {
+          log.searched({unread[cursor++], Rejection::Kind::bound_unread, {}, floor, best_cost, {}});
+          ++listed;
+        }
+        log.count_unlisted(live - listed);
         break;
       }
       // Past the deadline, one domain is still searched when none was: the most promising
@@ -1050,14 +1192,21 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
       if (searched_here > 0 && deadline.expired_now()) {
         cut_short = true;
         statistics.limit_reached = true;
-        open_bound = std::min(open_bound, item.bound);  // the heap's least bound: still open
+        open_bound = std::min(open_bound, least);  // the least bound left: still open
         break;
       }
+      if (take_unread) {
+        read_next();
+        continue;
+      }
+      std::pop_heap(candidates.begin(), candidates.end(), later);
+      const Candidate item = candidates.back();
+      candidates.pop_back();
       (void)context.build_problem(tier, item.target, problem);
       ++statistics.domains_solved;
       ++searched_here;
       SearchLimits domain_limits = limits;
-      domain_limits.domains_left = scanned.size() + 1;
+      domain_limits.domains_left = live;
       DomainOutcome outcome = search.search(state, problem, best_cost, domain_limits, statistics);
       if (outcome.limit_reached) statistics.limit_reached = true;
       if (outcome.downgrade) downgrades.push_back({item.target, *outcome.downgrade, outcome.note});

@@ -184,14 +184,16 @@ class BranchAndBoundSearch {
     return outcome;
   }
 
-  /// Node budget of one domain: a quarter of `max_nodes` (at least 10,000) so that one hard
-  /// domain cannot starve the others, except that the last domain left to search may spend
-  /// everything still unspent; a problem with one candidate domain thus gets all of it.
+  /// Node budget of one domain. `max_nodes` bounds the whole solve: the last domain left to
+  /// search may spend everything still unspent, any other half of what is left (at least
+  /// 10,000, never past the total). So the first hard domain may use half the budget, not a
+  /// fixed quarter, and one hard domain still cannot starve the others.
   [[nodiscard]] std::uint64_t domain_node_cap(const SolverStatistics& statistics,
                                               std::size_t domains_left) const noexcept {
     if (domains_left <= 1) return limits_.max_nodes;
-    return std::min(limits_.max_nodes, statistics.nodes_explored +
-                                           std::max<std::uint64_t>(limits_.max_nodes / 4, 10'000));
+    const std::uint64_t spent = std::min(statistics.nodes_explored, limits_.max_nodes);
+    const std::uint64_t left = limits_.max_nodes - spent;
+    return spent + std::max(left / 2, std::min<std::uint64_t>(left, 10'000));
   }
 
   /// Which limit stopped the search: the clock if it ran out, else the node budget.
@@ -363,6 +365,15 @@ class branch_and_bound_solver {
                                      const Model& model) const {
     const detail::BranchAndBoundSearch search(limits_, topopreempt::detail::Clock::now());
     return topopreempt::detail::solve_with(name, state, preemptor, model, search, limits_);
+  }
+
+  /// `solve` reusing the scan results in `cache` whose domains kept their versions (see
+  /// `IncrementalDecider`, which owns the cache): the same plan.
+  template <CostModel Model>
+  [[nodiscard]] PreemptionPlan solve(const Allocation& state, const Workload& preemptor, const Model& model,
+                                     topopreempt::detail::ScanCache& cache) const {
+    const detail::BranchAndBoundSearch search(limits_, topopreempt::detail::Clock::now());
+    return topopreempt::detail::solve_with(name, state, preemptor, model, search, limits_, &cache);
   }
 
  private:

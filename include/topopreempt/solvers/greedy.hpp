@@ -199,6 +199,15 @@ struct greedy_solver {
     return topopreempt::detail::solve_with(name, state, preemptor, model, detail::GreedySearch{},
                                            topopreempt::detail::SearchLimits{});
   }
+
+  /// `solve` reusing the scan results in `cache` whose domains kept their versions (see
+  /// `IncrementalDecider`, which owns the cache): the same plan.
+  template <CostModel Model>
+  [[nodiscard]] PreemptionPlan solve(const Allocation& state, const Workload& preemptor, const Model& model,
+                                     topopreempt::detail::ScanCache& cache) const {
+    return topopreempt::detail::solve_with(name, state, preemptor, model, detail::GreedySearch{},
+                                           topopreempt::detail::SearchLimits{}, &cache);
+  }
 };
 
 /// Ready-to-use instance.

@@ -163,6 +163,15 @@ class knapsack_solver {
                                            topopreempt::detail::SearchLimits{});
   }
 
+  /// `solve` reusing the scan results in `cache` whose domains kept their versions (see
+  /// `IncrementalDecider`, which owns the cache): the same plan.
+  template <CostModel Model>
+  [[nodiscard]] PreemptionPlan solve(const Allocation& state, const Workload& preemptor, const Model& model,
+                                     topopreempt::detail::ScanCache& cache) const {
+    return topopreempt::detail::solve_with(name, state, preemptor, model, search_,
+                                           topopreempt::detail::SearchLimits{}, &cache);
+  }
+
  private:
   detail::KnapsackSearch search_;
 };
