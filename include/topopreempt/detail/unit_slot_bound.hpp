@@ -60,6 +60,7 @@ class UnitSlotBound {
       dims_.push_back({static_cast<std::size_t>(i), per_replica});
     }
     unit_items_.assign(units_.size(), {});
+    unit_gains_.assign(units_.size(), {});
     const std::size_t count = dims_.size();
     std::vector<double> gains(units_.size() * count);
     for (std::size_t v = 0; v < problem.victims.size(); ++v) {
@@ -95,11 +96,12 @@ class UnitSlotBound {
       for (const auto& option : victim.options) cheapest = std::min(cheapest, option.cost);
       const double share = cheapest / static_cast<double>(touches);
       for (std::size_t u = 0; u < units_.size(); ++u) {
-        Item item{v, share, std::vector<double>(gains.begin() + static_cast<std::ptrdiff_t>(u * count),
-                                               gains.begin() + static_cast<std::ptrdiff_t>((u + 1) * count))};
-        if (std::any_of(item.gain.begin(), item.gain.end(), [](double g) { return g > 0.0; })) {
-          unit_items_[u].push_back(std::move(item));
-        }
+        const auto first = gains.begin() + static_cast<std::ptrdiff_t>(u * count);
+        const auto last = first + static_cast<std::ptrdiff_t>(count);
+        if (std::none_of(first, last, [](double g) { return g > 0.0; })) continue;
+        // Flat per-unit storage: no allocation per (victim x unit), only amortised growth.
+        unit_items_[u].push_back({v, share, unit_gains_[u].size()});
+        unit_gains_[u].insert(unit_gains_[u].end(), first, last);
       }
     }
   }
@@ -217,8 +219,8 @@ class UnitSlotBound {
  private:
   struct Item {
     std::size_t victim;
-    double price;               // the victim's cheapest price, shared among the units it touches
-    std::vector<double> gain;   // per dimension, inside this unit
+    double price;       // the victim's cheapest price, shared among the units it touches
+    std::size_t gains;  // offset of its per-dimension gains inside this unit in unit_gains_[u]
   };
 
   [[nodiscard]] bool measured_in_unit(std::size_t u, std::size_t dim) const {
@@ -239,8 +241,10 @@ class UnitSlotBound {
       const double need = static_cast<double>(replicas) * dims_[k].second - free;
       if (need <= 0.0) continue;
       ratios_.clear();
+      const std::vector<double>& gains = unit_gains_[u];
       for (const Item& item : unit_items_[u]) {
-        if (item.gain[k] > 0.0 && available(item.victim)) ratios_.emplace_back(item.price / item.gain[k], item.gain[k]);
+        const double gain = gains[item.gains + k];
+        if (gain > 0.0 && available(item.victim)) ratios_.emplace_back(item.price / gain, gain);
       }
       cost = std::max(cost, fractional_cover(ratios_, need));
     }
@@ -252,6 +256,7 @@ class UnitSlotBound {
   std::vector<DomainId> units_;
   std::vector<std::pair<std::size_t, double>> dims_;  // (dimension, per-replica demand)
   std::vector<std::vector<Item>> unit_items_;
+  std::vector<std::vector<double>> unit_gains_;  // per unit: dims_.size() gains per item
   std::vector<std::int64_t> fits_;
   std::vector<double> marginals_;
   std::vector<std::pair<double, double>> ratios_;
