@@ -34,6 +34,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bench_kinds.hpp"
 #include "bench_timing.hpp"
 #include "scan_floors.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
@@ -55,63 +56,11 @@ using topopreempt_bench::thread_seconds;
 
 constexpr std::array<std::int64_t, 3> sizes{100, 1000, 10000};
 
-/// A preemptor kind of DESIGN.md §6.
-struct Kind {
-  const char* name;
-  PreemptorSpec spec;
-  bool saturated;  ///< measured on the 100 %-busy twin cluster
-};
+using topopreempt_bench::Kind;
+using topopreempt_bench::kinds;
+using topopreempt_bench::variants;
 
-const std::vector<Kind>& kinds() {
-  static const std::vector<Kind> all{
-      {"numa1", {PreemptorKind::numa, 1}, true},
-      {"best_effort1", {PreemptorKind::best_effort, 1}, true},
-      {"island4", {PreemptorKind::nvlink_island, 4}, false},
-      {"numa4", {PreemptorKind::numa, 4}, false},
-      {"socket4", {PreemptorKind::socket, 4}, false},
-      {"best_effort4", {PreemptorKind::best_effort, 4}, false},
-      {"node8", {PreemptorKind::node, 8}, false},
-      {"island8", {PreemptorKind::nvlink_island, 8}, false},
-      {"rack16", {PreemptorKind::rack_gang, 16, 2}, false},
-  };
-  return all;
-}
-
-/// The rotation of one kind: who may be preempted (priority) and how heavy the host side is.
-std::vector<Workload> variants(const Kind& kind) {
-  struct Variant {
-    std::int32_t priority;
-    Amount cpu_milli_per_gpu;
-    Amount memory_mib_per_gpu;
-  };
-  constexpr Amount gib = 1024;  // in MiB
-  constexpr std::array<Variant, 4> table{{{generated_priority::preemptor, 6000, 64 * gib},
-                                          {generated_priority::preemptor, 8000, 120 * gib},
-                                          {700, 6000, 64 * gib},
-                                          {400, 4000, 48 * gib}}};
-  std::vector<Workload> result;
-  for (const Variant& v : table) {
-    PreemptorSpec spec = kind.spec;
-    spec.priority = v.priority;
-    spec.cpu_milli_per_gpu = v.cpu_milli_per_gpu;
-    spec.memory_mib_per_gpu = v.memory_mib_per_gpu;
-    result.push_back(make_preemptor(spec));
-  }
-  return result;
-}
-
-/// Every cluster is generated once per process.
-const GeneratedCluster& cluster(std::int64_t nodes, bool saturated) {
-  static std::map<std::pair<std::int64_t, bool>, std::unique_ptr<GeneratedCluster>> cache;
-  auto& slot = cache[{nodes, saturated}];
-  if (!slot) {
-    ClusterSpec spec;
-    spec.nodes = static_cast<std::size_t>(nodes);
-    if (saturated) spec.target_occupancy = 1.0;
-    slot = std::make_unique<GeneratedCluster>(generate_cluster(spec));
-  }
-  return *slot;
-}
+using topopreempt_bench::cluster;
 
 /// Which floor (scan_floors.hpp).
 enum class Floor { priority, footprint };
@@ -138,9 +87,7 @@ double scan_floor(std::int64_t nodes, bool saturated, Floor floor) {
   return cache[{nodes, saturated, floor}] = median(std::move(times));
 }
 
-/// Lost GPU-seconds since the last checkpoint plus model reload seconds (Compass): what evicting
-/// a training or a serving job really costs. CPU-only jobs cost the two floors (2).
-using BenchCost = cost::weighted_sum<cost::lost_work, cost::reload_time>;
+using topopreempt_bench::BenchCost;
 const BenchCost cost_model{};
 
 /// What a decision is judged against: branch-and-bound's plan for the same instance.

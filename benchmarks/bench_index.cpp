@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+// The preemption index (issue 10): every solver's decision on the 9 preemptor kinds at 10,000 and
+// 100,000 nodes, through the index (domains read lazily, by bound) and through the full scan
+// that reads every candidate domain first (`SearchLimits::full_scan`, the path before the
+// index), interleaved decision by decision in the same run, next to the footprint-scan floor;
+// and what the index costs in memory. `decide/...` prices victims by lost work plus reload time
+// (bench_kinds.hpp, as bench_solvers does); `count_decide/...` counts victims (`victim_count`).
+//
+// One benchmark iteration is one round over the kind's 4 variants (bench_kinds.hpp), each
+// decided by both paths. Counters (per decision):
+//   p50_ms        median CPU time of the index path (calling thread)
+//   full_p50_ms   median CPU time of the full-scan path, same decisions
+//   speedup       full_p50_ms / p50_ms
+//   x_fscan       p50_ms / median footprint-scan time of the same cluster (the real floor)
+//   same          fraction of decisions where both paths give the same status and cost
+//   searched      mean domains searched in depth by the index path
+// `memory/nodes:N` reports the state's self-reported bytes and the index's share of them.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench_kinds.hpp"
+#include "bench_timing.hpp"
+#include "scan_floors.hpp"
+#include "topopreempt/cluster_generator.hpp"
+#include "topopreempt/detail/preemption_context.hpp"
+#include "topopreempt/incremental_decider.hpp"
+#include "topopreempt/solvers/branch_and_bound.hpp"
+#include "topopreempt/solvers/greedy.hpp"
+#include "topopreempt/solvers/knapsack.hpp"
+
+namespace {
+
+using namespace topopreempt;
+using topopreempt_bench::kinds;
+using topopreempt_bench::median;
+using topopreempt_bench::thread_seconds;
+
+constexpr std::array<std::int64_t, 2> sizes{10000, 100000};
+
+using topopreempt_bench::cluster;
+
+/// Median footprint-scan time of one cluster (seconds), measured once.
+double footprint_floor(std::int64_t nodes, bool saturated) {
+  static std::map<std::pair<std::int64_t, bool>, double> cache;
+  const auto it = cache.find({nodes, saturated});
+  if (it != cache.end()) return it->second;
+  const Allocation& state = cluster(nodes, saturated).state;
+  std::vector<double> times;
+  for (int rep = 0; rep < 21; ++rep) {
+    const double start = thread_seconds();
+    benchmark::DoNotOptimize(topopreempt_bench::footprint_scan(state));
+    times.push_back(thread_seconds() - start);
+  }
+  return cache[{nodes, saturated}] = median(std::move(times));
+}
+
+const topopreempt_bench::BenchCost cost_model{};
+
+enum class Solver { greedy, knapsack, branch_and_bound };
+
+template <CostModel Model>
+PreemptionPlan solve(Solver solver, const Allocation& state, const Workload& preemptor,
+                     bool full_scan, const Model& model) {
+  detail::SearchLimits limits;
+  limits.full_scan = full_scan;
+  switch (solver) {
+    case Solver::greedy:
+      return detail::solve_with(solvers::greedy_solver::name, state, preemptor, model,
+                                solvers::detail::GreedySearch{}, limits);
+    case Solver::knapsack:
+      return detail::solve_with(solvers::knapsack_solver::name, state, preemptor, model,
+                                solvers::detail::KnapsackSearch{}, limits);
+    case Solver::branch_and_bound:
+      break;
+  }
+  const solvers::detail::BranchAndBoundSearch search(limits, detail::Clock::now());
+  return detail::solve_with(solvers::branch_and_bound_solver::name, state, preemptor, model, search,
+                            limits);
+}
+
+template <CostModel Model>
+void decide(benchmark::State& state, Solver solver, std::int64_t nodes, std::size_t kind,
+            const Model& model) {
+  const topopreempt_bench::Kind& k = kinds()[kind];
+  const Allocation& allocation = cluster(nodes, k.saturated).state;
+  const std::vector<Workload> preemptors = topopreempt_bench::variants(k);
+  std::vector<double> index_times;
+  std::vector<double> full_times;
+  double same = 0.0;
+  double decisions = 0.0;
+  double searched = 0.0;
+  for (auto _ : state) {
+    for (const Workload& preemptor : preemptors) {
+      double start = thread_seconds();
+      const PreemptionPlan lazy = solve(solver, allocation, preemptor, false, model);
+      index_times.push_back(thread_seconds() - start);
+      start = thread_seconds();
+      const PreemptionPlan full = solve(solver, allocation, preemptor, true, model);
+      full_times.push_back(thread_seconds() - start);
+      same += lazy.status == full.status &&
+              std::abs(lazy.cost - full.cost) <= 1e-6 * std::max(1.0, full.cost);
+      searched += static_cast<double>(lazy.statistics.domains_solved);
+      ++decisions;
+    }
+  }
+  const double p50 = median(index_times);
+  const double full_p50 = median(full_times);
+  state.counters["p50_ms"] = p50 * 1e3;
+  state.counters["full_p50_ms"] = full_p50 * 1e3;
+  state.counters["speedup"] = p50 > 0.0 ? full_p50 / p50 : 0.0;
+  state.counters["x_fscan"] = p50 / footprint_floor(nodes, k.saturated);
+  state.counters["same"] = decisions > 0 ? same / decisions : 0.0;
+  state.counters["searched"] = decisions > 0 ? searched / decisions : 0.0;
+}
+
+/// A decision after 100 random state changes (remove a running workload, or start a removed
+/// one again where it ran), by an `IncrementalDecider` that decided before the changes, against
+/// a cold decision (the solver's `solve`) on the same state, interleaved.
+template <class SolverType>
+void after_changes(benchmark::State& state, const SolverType& solver, std::int64_t nodes,
+                   std::size_t kind) {
+  const topopreempt_bench::Kind& k = kinds()[kind];
+  Allocation allocation = cluster(nodes, k.saturated).state;  // a copy: changed below
+  const Workload preemptor = topopreempt_bench::variants(k)[0];
+  IncrementalDecider decider(solver, cost_model, preemptor);
+  (void)decider.decide(allocation);
+  std::vector<std::pair<Workload, Placement>> removed;
+  std::mt19937_64 random(42);
+  const std::vector<WorkloadId> ids = allocation.workload_ids();
+  std::vector<double> warm_times;
+  std::vector<double> cold_times;
+  double same = 0.0;
+  double decisions = 0.0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (int c = 0; c < 100; ++c) {
+      if (!removed.empty() && random() % 2 == 0) {
+        allocation.add(removed.back().first, removed.back().second);
+        removed.pop_back();
+      } else {
+        const WorkloadId id = ids[random() % ids.size()];
+        if (!allocation.contains(id)) continue;
+        removed.emplace_back(allocation.workload(id), allocation.placement(id));
+        allocation.remove(id);
+      }
+    }
+    state.ResumeTiming();
+    double start = thread_seconds();
+    const PreemptionPlan warm = decider.decide(allocation);
+    warm_times.push_back(thread_seconds() - start);
+    start = thread_seconds();
+    const PreemptionPlan cold = solver.solve(allocation, preemptor, cost_model);
+    cold_times.push_back(thread_seconds() - start);
+    same += warm.explanation == cold.explanation;
+    ++decisions;
+  }
+  const double warm = median(warm_times);
+  const double cold = median(cold_times);
+  state.counters["p50_ms"] = warm * 1e3;
+  state.counters["cold_p50_ms"] = cold * 1e3;
+  state.counters["warm_over_cold"] = cold > 0.0 ? warm / cold : 0.0;
+  state.counters["same"] = decisions > 0 ? same / decisions : 0.0;
+}
+
+void footprint_scan(benchmark::State& state, std::int64_t nodes) {
+  const Allocation& allocation = cluster(nodes, false).state;
+  for (auto _ : state) benchmark::DoNotOptimize(topopreempt_bench::footprint_scan(allocation));
+  state.counters["p50_ms"] = footprint_floor(nodes, false) * 1e3;
+}
+
+void memory(benchmark::State& state, std::int64_t nodes) {
+  const GeneratedCluster& generated = cluster(nodes, false);
+  std::size_t bytes = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(bytes = generated.state.memory_bytes());
+  constexpr double mib = 1024.0 * 1024.0;
+  const auto index = static_cast<double>(generated.state.index_memory_bytes());
+  state.counters["state_MiB"] = static_cast<double>(bytes) / mib;
+  state.counters["topology_MiB"] = static_cast<double>(generated.topology->memory_bytes()) / mib;
+  state.counters["index_MiB"] = index / mib;
+  state.counters["index_share"] = index / static_cast<double>(bytes);
+}
+
+bool register_benchmarks() {
+  const std::array<std::pair<const char*, Solver>, 3> solver_list{
+      {{"greedy", Solver::greedy},
+       {"knapsack", Solver::knapsack},
+       {"branch_and_bound", Solver::branch_and_bound}}};
+  for (std::size_t kind = 0; kind < kinds().size(); ++kind) {
+    const std::string label = std::string("/") + kinds()[kind].name + "/nodes:10000";
+    benchmark::RegisterBenchmark(("after_changes/greedy" + label).c_str(),
+                                 after_changes<solvers::greedy_solver>, solvers::greedy, 10000,
+                                 kind)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(9);
+    benchmark::RegisterBenchmark(("after_changes/branch_and_bound" + label).c_str(),
+                                 after_changes<solvers::branch_and_bound_solver>,
+                                 solvers::branch_and_bound, 10000, kind)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(9);
+  }
+  for (const std::int64_t nodes : sizes) {
+    const std::string suffix = "/nodes:" + std::to_string(nodes);
+    benchmark::RegisterBenchmark(("memory" + suffix).c_str(), memory, nodes)->Iterations(1);
+    benchmark::RegisterBenchmark(("footprint_scan" + suffix).c_str(), footprint_scan, nodes)
+        ->Unit(benchmark::kMillisecond);
+    for (std::size_t kind = 0; kind < kinds().size(); ++kind) {
+      for (const auto& [name, solver] : solver_list) {
+        const std::string label = std::string("decide/") + name + "/" + kinds()[kind].name + suffix;
+        benchmark::RegisterBenchmark(label.c_str(), decide<topopreempt_bench::BenchCost>, solver,
+                                     nodes, kind, cost_model)
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(0.2);
+        // Counting victims: the optimum is often one victim, the declared floor, so the index
+        // bound closes every other domain unread.
+        benchmark::RegisterBenchmark(("count_" + label).c_str(), decide<cost::victim_count>, solver,
+                                     nodes, kind, cost::victim_count{})
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(0.2);
+      }
+    }
+  }
+  return true;
+}
+
+[[maybe_unused]] const bool registered = register_benchmarks();
+
+}  // namespace
