@@ -2,7 +2,8 @@
 #pragma once
 /// @file sim.hpp
 /// Umbrella header of the simulation module (`topopreempt::sim`): traces, placement policies,
-/// the periodic cluster controller and the discrete-event simulator. Not part of `topopreempt.hpp`: the core never needs it.
+/// the periodic cluster controller and the discrete-event simulator. Not part of `topopreempt.hpp`:
+/// the core never needs it.
 
 #include "topopreempt/sim/cluster_control.hpp"
 #include "topopreempt/sim/placement_policy.hpp"
