@@ -393,7 +393,7 @@ bool part_loaning(const experiments::Flags& flags) {
       shapes::hgx_h100(),
       static_cast<std::size_t>(setting.training_servers + setting.inference_servers), 8));
   const InferenceLoad load = make_inference_load(setting);
-  const std::vector<Mechanisms> all{{"no loaning, no scaling", false, false},
+  const std::vector<Mechanisms> all{{"no loaning / no scaling", false, false},
                                     {"scaling only", false, true},
                                     {"loaning only", true, false},
                                     {"loaning + scaling (Aryl)", true, true}};
@@ -410,7 +410,7 @@ bool part_loaning(const experiments::Flags& flags) {
                             "cluster GPU usage %", "loaned servers (mean)", "servers reclaimed",
                             "busy reclaimed", "reclaim shrinks", "reclaim evictions", "GPU-h lost",
                             "replicas grown", "reclaim failures"});
-  experiments::Table vs({"training load", "against no loaning, no scaling",
+  experiments::Table vs({"training load", "against no loaning / no scaling",
                          "queuing time reduction", "JCT reduction", "usage gain (pp)",
                          "usage gain (relative %)"});
   const auto ratio = [](double a, double b) { return b > 0.0 ? a / b : 0.0; };
