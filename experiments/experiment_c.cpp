@@ -349,7 +349,6 @@ LoanRow run_loaning(const Mechanisms& mechanisms, const LoanSetting& setting,
   row.metrics = sim::simulate(topology, trace, solvers::greedy, cost::victim_count{}, options);
   bar.done();
   row.usage = window_usage(row.metrics.allocation, window);
-  row.stats.loaned_server_seconds /= std::max(row.metrics.end_time_s, 1.0);  // -> mean servers
   return row;
 }
 
@@ -429,7 +428,7 @@ bool part_loaning(const experiments::Flags& flags) {
       table.add({load_text, row.mechanisms.name, std::to_string(m.jobs_completed),
                  experiments::fixed(m.mean_queue_s, 0), experiments::fixed(m.mean_jct_s, 0),
                  experiments::fixed(100.0 * row.usage, 2),
-                 experiments::fixed(s.loaned_server_seconds, 2),
+                 experiments::fixed(s.loaned_server_seconds / std::max(m.end_time_s, 1.0), 2),
                  std::to_string(s.servers_reclaimed), std::to_string(s.busy_servers_reclaimed),
                  std::to_string(s.reclaim_shrinks), std::to_string(s.reclaim_evictions),
                  experiments::fixed(m.gpu_hours_lost, 1), std::to_string(m.grows),
