@@ -23,42 +23,16 @@
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
+#include "transaction_support.hpp"
 
 namespace topopreempt {
+using test::all_versions;
+using test::four_nodes;
+using test::host_of;
+
 namespace {
 
-/// Every domain's version: equal vectors mean nothing observable changed.
-std::vector<std::uint64_t> all_versions(const Allocation& state) {
-  std::vector<std::uint64_t> versions;
-  for (std::uint32_t d = 0; d < state.topology().size(); ++d)
-    versions.push_back(state.domain_version(DomainId{d}));
-  return versions;
-}
-
-DomainId host_of(const Allocation& state, WorkloadId id) {
-  const Topology& topology = state.topology();
-  return topology.ancestor_at(state.view(id).domains.front(), topology.host_level());
-}
-
-/// Four 8-GPU nodes: node0 holds victim 1 (priority 1), node1 victim 2 (priority 2), node2 a
-/// job that may not be preempted, node3 another one on half its GPUs. Whole-node preemptors
-/// must preempt; a 4-GPU one fits on node3.
-Allocation four_nodes() {
-  Allocation state(test::shared(shapes::cluster(shapes::dense_8gpu_server(), 4, 4)));
-  test::start(state, test::gpu_job(1, 1, 8, 1, TopologyRequirement::guaranteed("node")));
-  test::start(state, test::gpu_job(2, 2, 8, 1, TopologyRequirement::guaranteed("node")));
-  Workload fixed = test::gpu_job(3, 1, 8, 1, TopologyRequirement::guaranteed("node"));
-  fixed.preemptible = false;
-  test::start(state, fixed);
-  Workload half = test::gpu_job(6, 1, 4, 1, TopologyRequirement::guaranteed("node"));
-  half.preemptible = false;
-  test::start(state, half);
-  return state;
-}
-
-Workload whole_node_preemptor(std::uint64_t id) {
-  return test::gpu_job(id, 10, 8, 1, TopologyRequirement::guaranteed("node"));
-}
+Workload whole_node_preemptor(std::uint64_t id) { return test::whole_node(id, 10); }
 
 }  // namespace
 
