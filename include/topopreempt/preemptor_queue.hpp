@@ -217,9 +217,9 @@ template <CostModel Model>
 /// only because some of its victims already left and the rest still applies at the same
 /// placement, that rest is kept (`resumed`, e.g. evictions under way); otherwise it is planned
 /// again (`replanned`), as it is when its request (priority, replicas, demand, scopes) changed.
-/// A higher-priority preemptor planned before it may take its nominated
-/// room (then it is re-planned), as in Kubernetes. On return `nominations` holds exactly the
-/// new plans with a placement; nominations of preemptors no longer pending are dropped.
+/// A higher-priority preemptor planned before it may take its nominated room (then it is
+/// re-planned), as in Kubernetes. On return `nominations` holds exactly the new plans with a
+/// placement; nominations of preemptors no longer pending are dropped.
 ///
 /// Every plan records its dependencies as of the working state it was made on, so committing
 /// the plans in result order with `commit` lands them all while the state does not move; a
@@ -229,8 +229,9 @@ template <CostModel Model>
 /// already running, a nomination names domains outside the topology, and whatever `solver`
 /// throws; `nominations` is replaced only on success (strong guarantee).
 ///
-/// Cost: one copy of `state`, one solve per preemptor not kept, one trial copy per nomination
-/// whose dependencies moved, and applying each plan to the working state.
+/// Cost: one copy of `state`, one solve per preemptor not kept, one placement search per kept
+/// nomination with victims, one trial copy per nomination whose dependencies moved, and
+/// applying each plan to the working state.
 ///
 /// Thread-safety: reads `state` (may run concurrently with other readers of it); needs
 /// exclusive access to `nominations`.
