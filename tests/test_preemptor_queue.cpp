@@ -175,6 +175,33 @@ TEST_CASE("nominations: kept across unrelated changes, re-planned when a depende
   }
 }
 
+TEST_CASE("nominations: evictions partly done, the rest of the plan resumes") {
+  const cost::priority_weighted model;
+  Allocation state(test::shared(shapes::cluster(shapes::dense_8gpu_server(), 2, 2)));
+  test::start(state, test::gpu_job(11, 1, 4, 1, TopologyRequirement::guaranteed("node")));
+  test::start(state, test::gpu_job(12, 3, 4, 1, TopologyRequirement::guaranteed("node")));
+  Workload fixed = test::gpu_job(13, 1, 8, 1, TopologyRequirement::guaranteed("node"));
+  fixed.preemptible = false;
+  test::start(state, fixed);
+  const std::vector<Workload> pending{whole_node(100, 10)};
+  Nominations nominations;
+  const QueueResult first =
+      plan_queue(state, pending, solvers::greedy_solver{}, model, nominations);
+  REQUIRE(victims_of(first.plans[0].plan) ==
+          std::vector<WorkloadId>{WorkloadId{11}, WorkloadId{12}});
+
+  state.remove(WorkloadId{11});  // the first eviction is done, the second under way
+  const QueueResult again =
+      plan_queue(state, pending, solvers::greedy_solver{}, model, nominations);
+  CHECK(again.plans[0].status == NominationStatus::resumed);
+  CHECK(again.plans[0].plan.status == PlanStatus::feasible);
+  CHECK(victims_of(again.plans[0].plan) == std::vector<WorkloadId>{WorkloadId{12}});
+  CHECK(again.plans[0].plan.cost == model.evict(state.workload(WorkloadId{12})));
+  CHECK(again.plans[0].plan.placement == first.plans[0].plan.placement);
+  CHECK(*nominations.find(WorkloadId{100}) == again.plans[0].plan);
+  commit_all(state, pending, again, model);
+}
+
 TEST_CASE("the queue is deterministic and leaves nominations alone when it throws") {
   const cost::priority_weighted model;
   const solvers::knapsack_solver solver;
