@@ -33,8 +33,8 @@ namespace topopreempt {
 /// What `plan_queue` did for one preemptor.
 enum class NominationStatus : std::uint8_t {
   kept,        ///< its nomination was still current (no dependency moved): reused as is
-  resumed,     ///< some of its victims are already gone; the rest of the nomination still
-               ///< applies at the same placement and was kept, without the departed victims
+  resumed,     ///< a dependency moved (e.g. some victims already gone), but the nomination
+               ///< still applies at the same placement: kept, without the departed victims
   planned,     ///< it had no nomination: planned afresh
   replanned,   ///< its nomination no longer applied: planned afresh
   infeasible,  ///< no plan on the state left by the preemptors before it
@@ -213,9 +213,9 @@ template <CostModel Model>
 ///
 /// Nominations: a preemptor whose nomination (its plan from the last call, in `nominations`)
 /// is still current on the working state is not re-solved (`kept`), unless the nomination
-/// evicts and the preemptor now fits without preempting anyone; if its dependencies moved
-/// only because some of its victims already left and the rest still applies at the same
-/// placement, that rest is kept (`resumed`, e.g. evictions under way); otherwise it is planned
+/// evicts and the preemptor now fits without preempting anyone; if its dependencies moved but
+/// the nomination, without the victims that already left, still applies at the same placement,
+/// that rest is kept (`resumed`, e.g. evictions under way); otherwise it is planned
 /// again (`replanned`), as it is when its request (priority, replicas, demand, scopes) changed.
 /// A higher-priority preemptor planned before it may take its nominated room (then it is
 /// re-planned), as in Kubernetes. On return `nominations` holds exactly the new plans with a
