@@ -9,16 +9,13 @@
 #include "support.hpp"
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/machine_shapes.hpp"
+#include "transaction_support.hpp"
 
 namespace topopreempt {
-namespace {
 
-std::vector<std::uint64_t> all_versions(const Allocation& state) {
-  std::vector<std::uint64_t> versions;
-  for (std::uint32_t d = 0; d < state.topology().size(); ++d)
-    versions.push_back(state.domain_version(DomainId{d}));
-  return versions;
-}
+using test::all_versions;
+
+namespace {
 
 /// Domains whose version differs between `before` and `after`.
 std::vector<DomainId> moved(const std::vector<std::uint64_t>& before,

@@ -412,6 +412,13 @@ TEST_SUITE("snapshot") {
     CHECK(out["cost"].get<double>() == doctest::Approx(plan.cost));
     CHECK(out["statistics"].contains("nodes_explored"));
     CHECK(!out["explanation"].get<std::string>().empty());
+    // What commit checks: the preemptor and the dependency versions, as hex text.
+    CHECK(out["preemptor"] == paper.preemptor.id.value);
+    REQUIRE(out["dependencies"].size() == plan.dependencies.size());
+    REQUIRE_FALSE(plan.dependencies.empty());
+    CHECK(out["dependencies"][0]["domain"] == paper.topology->path(plan.dependencies[0].domain));
+    CHECK(std::stoull(out["dependencies"][0]["version"].get<std::string>(), nullptr, 16) ==
+          plan.dependencies[0].version);
     // Without the state, victims keep ids but not names.
     const json bare = io::to_json(plan, *paper.topology);
     CHECK_FALSE(bare["victims"][0].contains("name"));

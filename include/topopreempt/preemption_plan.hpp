@@ -106,6 +106,13 @@ struct SolverStatistics {
   friend bool operator==(const SolverStatistics&, const SolverStatistics&) = default;
 };
 
+/// The version of one domain a plan was computed against (`Allocation::domain_version`).
+struct DomainVersion {
+  DomainId domain;
+  std::uint64_t version = 0;
+  friend bool operator==(const DomainVersion&, const DomainVersion&) = default;
+};
+
 /// The answer to "what must be preempted so that this workload can start?".
 struct PreemptionPlan {
   PlanStatus status = PlanStatus::infeasible;
@@ -126,6 +133,14 @@ struct PreemptionPlan {
   std::vector<Downgrade> downgrades;
   std::string explanation;              ///< readable summary of all of the above
   SolverStatistics statistics;
+  /// The workload this plan is for (`commit` refuses any other).
+  WorkloadId preemptor;
+  /// What the plan relies on to stay valid, sorted by domain id: the version, as the state
+  /// stood when it was computed, of the host-level domain of every placement entry and of
+  /// every victim's entries (the entry's own domain when it lies above the host level). While
+  /// none of them moved, the victims are still there as described and the placement still
+  /// fits once they are gone. Empty for an infeasible plan. See plan_transaction.hpp.
+  std::vector<DomainVersion> dependencies;
 
   /// True for `optimal` and `feasible`.
   [[nodiscard]] bool has_victims_plan() const noexcept {
@@ -147,7 +162,8 @@ struct PreemptionPlan {
            a.lower_bound == b.lower_bound && a.gang_level == b.gang_level &&
            a.replica_level == b.replica_level && a.topology_satisfied == b.topology_satisfied &&
            a.rejected == b.rejected && a.rejected_total == b.rejected_total &&
-           a.downgrades == b.downgrades && a.explanation == b.explanation && sa == sb;
+           a.downgrades == b.downgrades && a.explanation == b.explanation && sa == sb &&
+           a.preemptor == b.preemptor && a.dependencies == b.dependencies;
   }
 };
 

@@ -26,6 +26,8 @@
 #include "topopreempt/baselines/kube_default.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/plan_verifier.hpp"
+#include "topopreempt/plan_transaction.hpp"
+#include "topopreempt/preemptor_queue.hpp"
 #include "topopreempt/cluster_generator.hpp"
 
 #include "topopreempt/aryl.hpp"

@@ -26,7 +26,10 @@
 
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/machine_shapes.hpp"
+#include "topopreempt/cost_model.hpp"
 #include "topopreempt/placement_search.hpp"
+#include "topopreempt/plan_transaction.hpp"
+#include "topopreempt/solvers/greedy.hpp"
 
 // --- Injection: the k-th operator new after arming throws
 // ----------------------------------------- Test-only global state: this program is single-threaded
@@ -253,6 +256,44 @@ int main() {
     if (done && expect_rejection) fail(name + ": accepted");
     (done ? completed : rejected) += 1;
   }
+  // commit(): plans of every shape (evictions, shrinks, no preemption) applied under faults;
+  // each failed attempt must leave the state as it was, the first completion must land it.
+  std::uint64_t commits = 0;
+  std::uint64_t conflicts = 0;
+  for (int step = 0; step < 60; ++step) {
+    Workload preemptor;
+    preemptor.id = WorkloadId{next_id++};
+    preemptor.name = "p" + std::to_string(preemptor.id.value);
+    preemptor.priority = static_cast<std::int32_t>(10 + below(3));
+    preemptor.replicas = static_cast<std::int32_t>(1 + below(2));
+    preemptor.demand.whole_devices = static_cast<std::int32_t>(1 + below(4));
+    preemptor.demand.resources = schema.make({{"cpu_milli", 1000}});
+    const PreemptionPlan plan =
+        solvers::greedy_solver{}.solve(state, preemptor, cost::priority_weighted{});
+    if (plan.status == PlanStatus::infeasible) continue;
+    bool landed = false;
+    const bool done = run_with_faults(
+        state, "commit for " + preemptor.label(),
+        [&](Allocation& s) { landed = commit(s, plan, preemptor).committed; }, injected);
+    if (!done || !landed) fail("commit for " + preemptor.label() + " did not land");
+    commits += landed ? 1 : 0;
+    // The same plan again is stale (its preemptor now runs): rejected, state unchanged.
+    const std::string before = dump(state);
+    try {
+      static_cast<void>(commit(state, plan, preemptor));
+      fail("a second commit of the plan for " + preemptor.label() + " was accepted");
+    } catch (const std::invalid_argument&) {
+      ++conflicts;
+    }
+    if (dump(state) != before) fail("a rejected commit changed the state");
+    // Make room again so that later preemptors still need victims.
+    if (below(2) == 0) state.remove(preemptor.id);
+  }
+  if (commits < 20) fail("only " + std::to_string(commits) + " commits exercised");
+
+  std::printf(
+      "fault injection: %llu commits, %llu stale commits rejected\n",
+      static_cast<unsigned long long>(commits), static_cast<unsigned long long>(conflicts));
   std::printf(
       "fault injection: %llu operations completed, %llu rejected, %llu injected "
       "std::bad_alloc, %d failures\n",

@@ -6,11 +6,14 @@
 // promise under test: `solve` is const and may run concurrently on one shared, unmodified state.
 // Built with -fsanitize=thread by .ci/stages/tsan.sh, which fails on any report. Each thread also
 // checks that its plans equal the plans computed serially first (determinism under sharing).
+// Then one thread per preemptor plans on a copy of a shared state and commits to it under a
+// mutex (plan_transaction.hpp).
 // Exit status 0 when every plan matched, 1 otherwise.
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +25,8 @@
 #include "topopreempt/cost_model.hpp"
 #include "topopreempt/machine_shapes.hpp"
 #include "topopreempt/placement_search.hpp"
+#include "topopreempt/plan_transaction.hpp"
+#include "topopreempt/plan_verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
@@ -85,6 +90,59 @@ int hammer(const Solver& solver, const Allocation& state, const std::vector<Work
   return mismatches.load();
 }
 
+/// One thread per preemptor plans on its own copy of a shared state and commits to it under a
+/// mutex, re-planning after a conflict (optimistic concurrency, docs/transactions.md). Every
+/// landed plan must verify against the state it was committed to, and its preemptor must run
+/// at the end. Returns the number of failures.
+int commit_race(const Allocation& initial, const std::vector<Workload>& pending) {
+  const cost::priority_weighted model;
+  Allocation shared = initial;
+  std::mutex shared_mutex;
+  std::atomic<int> failures{0};
+  std::atomic<int> landed{0};
+  std::atomic<int> conflicts{0};
+  std::vector<WorkloadId> landed_ids;  // guarded by shared_mutex
+  std::vector<std::thread> pool;
+  for (const Workload& preemptor : pending) {
+    pool.emplace_back([&, preemptor] {
+      for (int attempt = 0; attempt < 20; ++attempt) {
+        const Allocation copy = [&] {
+          const std::lock_guard lock(shared_mutex);
+          return shared;
+        }();
+        const PreemptionPlan plan = solvers::greedy.solve(copy, preemptor, model);
+        if (plan.status == PlanStatus::infeasible) return;
+        const std::lock_guard lock(shared_mutex);
+        // commit promises a valid plan, not the cheapest one: room freed elsewhere meanwhile
+        // may make "fits without preemption" true, which is no violation of the transaction.
+        bool valid = true;
+        for (const std::string& violation :
+             verify_plan(shared, preemptor, plan, model).violations) {
+          valid = valid && violation.find("fits without preemption") != std::string::npos;
+        }
+        const CommitResult result = commit(shared, plan, preemptor);
+        if (result.committed) {
+          ++landed;
+          landed_ids.push_back(preemptor.id);
+          if (!valid) ++failures;  // a commit landed a plan that no longer held
+          return;
+        }
+        ++conflicts;
+        if (result.moved.empty()) ++failures;
+      }
+      ++failures;  // never landed
+    });
+  }
+  for (std::thread& thread : pool) thread.join();
+  // Landed preemptors stay: a later commit may not evict them (equal priorities).
+  for (const WorkloadId id : landed_ids) {
+    if (!shared.contains(id)) ++failures;
+  }
+  std::printf("commit race: %zu threads, %d landed, %d conflicts: %d failures\n", pending.size(),
+              landed.load(), conflicts.load(), failures.load());
+  return failures.load();
+}
+
 }  // namespace
 
 int main() {
@@ -105,5 +163,6 @@ int main() {
                        threads, rounds);
   mismatches += hammer(baselines::kube_default, state, pending, threads, rounds);
   mismatches += hammer(baselines::exhaustive_subsets_solver{}, state, pending, threads, 4);
+  mismatches += commit_race(state, pending);
   return mismatches == 0 ? 0 : 1;
 }

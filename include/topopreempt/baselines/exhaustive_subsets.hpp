@@ -25,6 +25,7 @@
 #include "topopreempt/baselines/detail/common.hpp"
 #include "topopreempt/capacity_view.hpp"
 #include "topopreempt/cost_model.hpp"
+#include "topopreempt/detail/plan_dependencies.hpp"
 #include "topopreempt/placement.hpp"
 #include "topopreempt/placement_search.hpp"
 #include "topopreempt/preemption_plan.hpp"
@@ -716,6 +717,7 @@ class exhaustive_subsets_solver {
     const auto finish = [&]() -> PreemptionPlan {
       plan.statistics.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      topopreempt::detail::record_dependencies(state, preemptor, plan);  // what commit checks
       return std::move(plan);
     };
 

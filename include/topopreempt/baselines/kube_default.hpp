@@ -24,6 +24,7 @@
 #include "topopreempt/baselines/detail/common.hpp"
 #include "topopreempt/capacity_view.hpp"
 #include "topopreempt/cost_model.hpp"
+#include "topopreempt/detail/plan_dependencies.hpp"
 #include "topopreempt/placement.hpp"
 #include "topopreempt/placement_search.hpp"
 #include "topopreempt/preemption_plan.hpp"
@@ -536,6 +537,7 @@ struct kube_default_solver {
     const auto finish = [&]() -> PreemptionPlan {
       plan.statistics.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      topopreempt::detail::record_dependencies(state, preemptor, plan);  // what commit checks
       return std::move(plan);
     };
 

@@ -20,6 +20,7 @@
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/capacity_view.hpp"
 #include "topopreempt/cost_model.hpp"
+#include "topopreempt/detail/plan_dependencies.hpp"
 #include "topopreempt/placement_search.hpp"
 #include "topopreempt/preemption_plan.hpp"
 
@@ -1057,6 +1058,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
   SolverStatistics statistics;
   const auto finish = [&](PreemptionPlan plan) {
     plan.statistics.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    record_dependencies(state, preemptor, plan);  // what a later commit checks
     return plan;
   };
   const PlacementSearchResult now = find_placement(state, context.demand());

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -1692,6 +1693,18 @@ namespace detail {
          {"reason", std::string(to_string(downgrade.reason))},
          {"detail", downgrade.detail}});
   }
+  nlohmann::json dependencies = nlohmann::json::array();
+  for (const DomainVersion& dependency : plan.dependencies) {
+    // Hex text: a 64-bit digest does not survive readers that parse numbers as doubles.
+    char version[17];
+    std::snprintf(version, sizeof version, "%016llx",
+                  static_cast<unsigned long long>(dependency.version));
+    dependencies.push_back(
+        {{"domain", dependency.domain.valid() && dependency.domain.value < topology.size()
+                        ? nlohmann::json(topology.path(dependency.domain))
+                        : nlohmann::json(nullptr)},
+         {"version", std::string(version)}});
+  }
   const SolverStatistics& s = plan.statistics;
   const bool target = plan.target_domain.valid() && plan.target_domain.value < topology.size();
   return {{"format", std::string(plan_format)},
@@ -1713,6 +1726,8 @@ namespace detail {
           {"rejected_total", plan.rejected_total},
           {"downgrades", std::move(downgrades)},
           {"explanation", plan.explanation},
+          {"preemptor", plan.preemptor.value},
+          {"dependencies", std::move(dependencies)},
           {"statistics",
            {{"domains_considered", s.domains_considered},
             {"domains_pruned", s.domains_pruned},

@@ -4,7 +4,8 @@
 /// A discrete-event cluster simulator: replays a `Trace` on a topology, starts jobs with a
 /// `PlacementPolicy`, and when a job that may preempt does not fit, asks any `PreemptionSolver`
 /// (with any `CostModel`) for a plan, carries it out (victims evicted, or shrunk when elastic,
-/// and requeued), and measures what that policy costs over time.
+/// and requeued), and measures what that policy costs over time. An optional periodic controller
+/// (`SimulationOptions::controller`, see `sim/cluster_control.hpp`) acts on the whole cluster.
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -31,6 +33,7 @@
 #include "topopreempt/plan_verifier.hpp"
 #include "topopreempt/preemption_plan.hpp"
 #include "topopreempt/preemption_solver.hpp"
+#include "topopreempt/sim/cluster_control.hpp"
 #include "topopreempt/sim/placement_policy.hpp"
 #include "topopreempt/sim/random.hpp"
 #include "topopreempt/sim/trace.hpp"
@@ -90,6 +93,15 @@ struct SimulationOptions {
   /// Called every `progress_every` processed events and once at the end; may be empty.
   std::function<void(const SimulationProgress&)> progress{};
   std::uint64_t progress_every = 1000;
+  /// A cluster-level controller, called at simulated times 0, `control_interval_s`,
+  /// 2 x `control_interval_s`, ... while some trace job is unfinished (none is called after the
+  /// last job completed or was dropped; set `horizon_s` if the controller
+  /// may hold capacity that waiting jobs need forever). At such an instant the events come
+  /// first, then a scheduling pass, then the controller, then a second scheduling pass (so
+  /// capacity it frees is used at once). May be empty (no controller).
+  std::function<void(ClusterControl&)> controller{};
+  /// Seconds between controller calls; must be finite and > 0 when `controller` is set.
+  double control_interval_s = 0.0;
 };
 
 /// Waiting time of one priority class: from entering the queue (arrival, or re-entry after an
@@ -110,7 +122,16 @@ struct AllocationSample {
 };
 
 /// What happened, for event logs (`SimulationOptions::record_events`).
-enum class EventKind : std::uint8_t { arrival, start, completion, eviction, shrink, requeue, drop };
+enum class EventKind : std::uint8_t {
+  arrival,
+  start,
+  completion,
+  eviction,
+  shrink,
+  requeue,
+  drop,
+  grow,  ///< a controller added replicas (`ClusterControl::grow`)
+};
 
 /// "arrival", "start", ...
 [[nodiscard]] constexpr std::string_view to_string(EventKind kind) noexcept {
@@ -129,6 +150,8 @@ enum class EventKind : std::uint8_t { arrival, start, completion, eviction, shri
       return "requeue";
     case EventKind::drop:
       return "drop";
+    case EventKind::grow:
+      return "grow";
   }
   return "?";
 }
@@ -159,20 +182,23 @@ struct SimulationMetrics {
   /// guaranteed scopes (a topology-blind plan, or a placement `Allocation::add` rejected): the
   /// victims were evicted for nothing.
   std::uint64_t wasted_preemptions = 0;
-  std::uint64_t victims = 0;  ///< evictions + shrinks
-  std::uint64_t evictions = 0;
-  std::uint64_t shrinks = 0;
-  double victim_cost = 0.0;     ///< sum of the plans' costs under the run's cost model
-  double gpu_hours_lost = 0.0;  ///< work since the last checkpoint of evicted jobs x GPUs
+  std::uint64_t victims = 0;        ///< victims of preemption plans (evictions + shrinks)
+  std::uint64_t evictions = 0;      ///< by plans and by the controller
+  std::uint64_t shrinks = 0;        ///< by plans and by the controller
+  std::uint64_t grows = 0;          ///< replicas added by the controller
+  std::uint64_t control_calls = 0;  ///< controller calls
+  double victim_cost = 0.0;         ///< sum of the plans' costs under the run's cost model
+  double gpu_hours_lost = 0.0;      ///< work since the last checkpoint of evicted jobs x GPUs
   std::uint64_t plans_verified = 0;
   std::uint64_t plans_rejected = 0;            ///< failed `verify_plan`; not carried out
   std::vector<std::string> verifier_failures;  ///< the first few rejections, explained
   std::vector<PriorityWaits> waits;            ///< ascending priority
   std::vector<AllocationSample> allocation;
-  double mean_allocation_ratio = 0.0;  ///< time-weighted GPU allocation ratio
-  double mean_jct_s = 0.0;             ///< completion - arrival, over completed jobs
-  double mean_queue_s = 0.0;           ///< total time waiting in the queue, over completed jobs
-  double end_time_s = 0.0;             ///< simulated time of the last processed event
+  /// Time-weighted GPU allocation ratio (controller reservations count when `in_use`).
+  double mean_allocation_ratio = 0.0;
+  double mean_jct_s = 0.0;    ///< completion - arrival, over completed jobs
+  double mean_queue_s = 0.0;  ///< total time waiting in the queue, over completed jobs
+  double end_time_s = 0.0;    ///< simulated time of the last processed event
   std::vector<EventRecord> events;
   std::vector<double> decision_seconds;  ///< wall time of each decision (NOT deterministic)
 
@@ -243,6 +269,8 @@ inline std::string SimulationMetrics::digest() const {
   line("victims", std::to_string(victims));
   line("evictions", std::to_string(evictions));
   line("shrinks", std::to_string(shrinks));
+  line("grows", std::to_string(grows));
+  line("control_calls", std::to_string(control_calls));
   line("victim_cost", exact(victim_cost));
   line("gpu_hours_lost", exact(gpu_hours_lost));
   line("plans_verified", std::to_string(plans_verified));
@@ -293,7 +321,7 @@ struct JobRun {
 /// are visible to the arrivals of the same instant), then insertion order.
 struct PendingEvent {
   double time_s = 0.0;
-  int kind = 0;  ///< 0 completion, 1 requeue, 2 arrival
+  int kind = 0;  ///< 0 completion, 1 requeue, 2 arrival, 3 controller call
   std::uint64_t sequence = 0;
   std::size_t job = 0;
   std::uint64_t generation = 0;
@@ -327,7 +355,7 @@ struct ShapeKey {
 };
 
 template <class Solver, class Model, class Policy>
-class SimulationRun {
+class SimulationRun final : public ClusterControl {
  public:
   SimulationRun(std::shared_ptr<const Topology> topology, const Trace& trace, const Solver& solver,
                 const Model& model, const SimulationOptions& options, const Policy& policy)
@@ -352,6 +380,15 @@ class SimulationRun {
       }
       push({trace_[j].arrival_s, 2, 0, j, 0});
     }
+    if (options_.controller) {
+      if (!(options_.control_interval_s > 0.0) || !std::isfinite(options_.control_interval_s)) {
+        throw std::invalid_argument(
+            "simulate: control_interval_s must be finite and > 0 with a "
+            "controller, got " +
+            exact(options_.control_interval_s));
+      }
+      push({0.0, 3, 0, 0, 0});
+    }
     metrics_.solver = std::string(Solver::name);
     metrics_.cost_model = std::string(Model::name);
     metrics_.placement_policy = std::string(Policy::name);
@@ -360,6 +397,10 @@ class SimulationRun {
 
   SimulationMetrics run() {
     while (!events_.empty() && events_.top().time_s <= options_.horizon_s) {
+      if (events_.top().kind == 3 && unfinished_jobs() == 0) {
+        events_.pop();  // a controller call after the last job: nothing left to control
+        continue;
+      }
       const double now = events_.top().time_s;
       advance_clock(now);
       while (!events_.empty() && events_.top().time_s == now) {
@@ -373,9 +414,102 @@ class SimulationRun {
         }
       }
       schedule(now);
+      if (control_due_) {
+        control_due_ = false;
+        now_ = now;
+        ++metrics_.control_calls;
+        options_.controller(*this);
+        schedule(now);
+      }
       sample(now);
     }
     return finish();
+  }
+
+  // --- ClusterControl ------------------------------------------------------------------------
+  [[nodiscard]] double now() const override { return now_; }
+  [[nodiscard]] const Allocation& state() const override { return state_; }
+  [[nodiscard]] std::vector<JobStatus> running() const override {
+    return statuses(JobRun::Phase::running);
+  }
+  [[nodiscard]] std::vector<JobStatus> waiting() const override {
+    return statuses(JobRun::Phase::waiting);
+  }
+  void evict(WorkloadId id) override { evict(running_job(id, "evict"), now_); }
+  void shrink(WorkloadId id, std::span<const std::int32_t> replicas_to_drop) override {
+    const std::size_t j = running_job(id, "shrink");
+    // Validated by the state before anything of the job changes.
+    state_.shrink(id, replicas_to_drop);
+    catch_up_to(j, now_, jobs_[j].replicas);
+    jobs_[j].replicas -= static_cast<std::int32_t>(replicas_to_drop.size());
+    reschedule_completion(j, now_);
+    ++metrics_.shrinks;
+    log(now_, EventKind::shrink, j);
+  }
+  std::int32_t grow(WorkloadId id, std::int32_t extra) override {
+    const std::size_t j = running_job(id, "grow");
+    if (extra < 0) {
+      throw std::invalid_argument("grow: " + trace_[j].workload.label() + ": extra replicas " +
+                                  std::to_string(extra) + " is negative");
+    }
+    if (!trace_[j].workload.min_replicas) {
+      throw std::invalid_argument("grow: " + trace_[j].workload.label() + " is not elastic");
+    }
+    const std::int32_t before = jobs_[j].replicas;
+    std::int32_t added = 0;
+    for (; added < extra; ++added) {
+      Workload current = state_.workload(id);
+      Workload probe = current;
+      probe.replicas = 1;
+      probe.min_replicas.reset();
+      probe.gang_scope = {};
+      PlacementSearchResult found = find_placement(state_, probe);
+      if (!found.found) break;
+      Placement grown = state_.placement(id);
+      grown.replicas.push_back(std::move(found.placement.replicas.front()));
+      Workload bigger = current;
+      ++bigger.replicas;
+      const Placement old = state_.placement(id);
+      state_.remove(id);
+      try {
+        state_.add(bigger, grown);
+      } catch (const std::invalid_argument&) {
+        state_.add(current, old);  // the state held it a moment ago: cannot fail
+        break;
+      }
+    }
+    if (added > 0) {
+      catch_up_to(j, now_, before);
+      jobs_[j].replicas = before + added;
+      reschedule_completion(j, now_);
+      metrics_.grows += static_cast<std::uint64_t>(added);
+      log(now_, EventKind::grow, j);
+    }
+    return added;
+  }
+  void reserve(const Workload& workload, const Placement& placement, HeldCapacity use) override {
+    if (index_.contains(workload.id.value)) {
+      throw std::invalid_argument("reserve: " + workload.label() + " has the id of a trace job");
+    }
+    if (workload.preemptible) {
+      // A plan could pick it as a victim, and it has no job to requeue.
+      throw std::invalid_argument("reserve: " + workload.label() + " must not be preemptible");
+    }
+    const Amount before = gpu_dim_ ? state_.used(Topology::root(), *gpu_dim_) : 0;
+    state_.add(workload, placement);
+    const Amount held = gpu_dim_ ? state_.used(Topology::root(), *gpu_dim_) - before : 0;
+    reservations_[workload.id.value] = use == HeldCapacity::idle ? held : 0;
+    idle_held_gpu_milli_ += reservations_[workload.id.value];
+  }
+  void release(WorkloadId id) override {
+    const auto it = reservations_.find(id.value);
+    if (it == reservations_.end()) {
+      throw std::invalid_argument("release: workload " + std::to_string(id.value) +
+                                  " is not a reservation");
+    }
+    state_.remove(id);
+    idle_held_gpu_milli_ -= it->second;
+    reservations_.erase(it);
   }
 
  private:
@@ -392,7 +526,42 @@ class SimulationRun {
   }
   [[nodiscard]] double allocated_ratio() const {
     if (!gpu_dim_ || gpu_capacity_ <= 0.0) return 0.0;
-    return static_cast<double>(state_.used(Topology::root(), *gpu_dim_)) / gpu_capacity_;
+    return static_cast<double>(state_.used(Topology::root(), *gpu_dim_) - idle_held_gpu_milli_) /
+           gpu_capacity_;
+  }
+  [[nodiscard]] std::uint64_t unfinished_jobs() const {
+    return metrics_.jobs - metrics_.jobs_completed - metrics_.jobs_dropped;
+  }
+  [[nodiscard]] std::size_t running_job(WorkloadId id, std::string_view action) const {
+    const auto it = index_.find(id.value);
+    if (it == index_.end()) {
+      throw std::invalid_argument(std::string(action) + ": workload " + std::to_string(id.value) +
+                                  " is not a trace job");
+    }
+    if (jobs_[it->second].phase != JobRun::Phase::running) {
+      throw std::invalid_argument(std::string(action) + ": " + trace_[it->second].workload.label() +
+                                  " is not running");
+    }
+    return it->second;
+  }
+  [[nodiscard]] std::vector<JobStatus> statuses(JobRun::Phase phase) const {
+    std::vector<JobStatus> result;
+    for (std::size_t j = 0; j < jobs_.size(); ++j) {
+      const JobRun& job = jobs_[j];
+      if (job.phase != phase) continue;
+      const Workload& w = trace_[j].workload;
+      double done = job.work_done_s;
+      if (phase == JobRun::Phase::running) {
+        done = std::min(trace_[j].duration_s, done + static_cast<double>(job.replicas) /
+                                                         w.replicas * (now_ - job.updated_s));
+      }
+      // A job in the queue restarts at its trace size.
+      const std::int32_t replicas = phase == JobRun::Phase::running ? job.replicas : w.replicas;
+      result.push_back({w.id, w.priority, replicas, w.replicas, w.min_replicas,
+                        gpus_per_replica(w, state_.topology().schema()),
+                        trace_[j].duration_s - done, job.enqueued_s});
+    }
+    return result;
   }
   void advance_clock(double now) {
     if (clock_started_) allocation_integral_ += allocated_ratio() * (now - last_time_);
@@ -429,6 +598,10 @@ class SimulationRun {
         job.enqueued_s = now;
         pending_.push_back(event.job);
         log(now, EventKind::requeue, event.job);
+        return;
+      case 3:  // controller call: runs after the scheduling pass of this instant
+        control_due_ = true;
+        if (unfinished_jobs() > 0) push({now + options_.control_interval_s, 3, 0, 0, 0});
         return;
       default:  // arrival
         job.phase = JobRun::Phase::waiting;
@@ -468,13 +641,24 @@ class SimulationRun {
     log(now, EventKind::start, j);
   }
 
-  /// Work progresses at replicas / full replicas (a shrunk elastic job slows down).
-  void catch_up(std::size_t j, double now) {
+  /// Work progresses at replicas / full replicas (a shrunk elastic job slows down, a grown
+  /// one speeds up).
+  void catch_up(std::size_t j, double now) { catch_up_to(j, now, jobs_[j].replicas); }
+  void catch_up_to(std::size_t j, double now, std::int32_t replicas) {
     JobRun& job = jobs_[j];
-    const double rate = static_cast<double>(job.replicas) / trace_[j].workload.replicas;
+    const double rate = static_cast<double>(replicas) / trace_[j].workload.replicas;
     job.work_done_s =
         std::min(trace_[j].duration_s, job.work_done_s + rate * (now - job.updated_s));
     job.updated_s = now;
+  }
+  /// A new completion event at the job's current work rate (the old one goes stale).
+  void reschedule_completion(std::size_t j, double now) {
+    JobRun& job = jobs_[j];
+    ++job.generation;
+    const double rate = static_cast<double>(job.replicas) / trace_[j].workload.replicas;
+    if (rate > 0.0) {
+      push({now + (trace_[j].duration_s - job.work_done_s) / rate, 0, 0, j, job.generation});
+    }
   }
 
   void evict(std::size_t j, double now) {
@@ -500,11 +684,7 @@ class SimulationRun {
     catch_up(j, now);
     state_.shrink(trace_[j].workload.id, dropped);
     job.replicas -= static_cast<std::int32_t>(dropped.size());
-    ++job.generation;
-    const double rate = static_cast<double>(job.replicas) / trace_[j].workload.replicas;
-    if (rate > 0.0) {
-      push({now + (trace_[j].duration_s - job.work_done_s) / rate, 0, 0, j, job.generation});
-    }
+    reschedule_completion(j, now);
     ++metrics_.shrinks;
     log(now, EventKind::shrink, j);
   }
@@ -691,6 +871,10 @@ class SimulationRun {
   bool clock_started_ = false;
   double jct_sum_ = 0.0;
   double queue_sum_ = 0.0;
+  bool control_due_ = false;
+  double now_ = 0.0;                              // time of the controller call
+  std::map<std::uint64_t, Amount> reservations_;  // controller-held id -> idle GPU milli
+  Amount idle_held_gpu_milli_ = 0;
 };
 
 }  // namespace detail
