@@ -65,6 +65,33 @@ void* operator new(std::size_t size, std::align_val_t alignment) {
 void* operator new[](std::size_t size, std::align_val_t alignment) {
   return allocate_aligned(size, alignment);
 }
+// The nothrow forms too (std::stable_sort's temporary buffer uses them): left to the runtime, they
+// would allocate with its allocator while the replaced deletes above free with std::free, a
+// mismatch AddressSanitizer reports. They are never failed on purpose: a caller of a nothrow form
+// copes with null by design (stable_sort sorts in place), so failing one proves nothing about the
+// strong guarantee, and the sweep below stops at the first operation that completes.
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  return std::malloc(size == 0 ? 1 : size);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  return std::malloc(size == 0 ? 1 : size);
+}
+void* operator new(std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  const auto align = static_cast<std::size_t>(alignment);
+  return std::aligned_alloc(align, (std::max<std::size_t>(size, 1) + align - 1) / align * align);
+}
+void* operator new[](std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+  const auto align = static_cast<std::size_t>(alignment);
+  return std::aligned_alloc(align, (std::max<std::size_t>(size, 1) + align - 1) / align * align);
+}
+void operator delete(void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
+void operator delete[](void* memory, const std::nothrow_t&) noexcept { std::free(memory); }
+void operator delete(void* memory, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(memory);
+}
+void operator delete[](void* memory, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(memory);
+}
 void operator delete(void* memory) noexcept { std::free(memory); }
 void operator delete[](void* memory) noexcept { std::free(memory); }
 void operator delete(void* memory, std::size_t) noexcept { std::free(memory); }
