@@ -120,6 +120,10 @@ struct ScanCache {
   std::vector<std::vector<Entry>> tiers;
   std::uint64_t hits = 0;    ///< scans answered from the cache
   std::uint64_t misses = 0;  ///< scans done (and stored)
+  /// Scratch of one batch, kept so that a batch (one per host) allocates nothing: the targets
+  /// to scan and their version digests, computed once per target.
+  std::vector<DomainId> stale_targets;
+  std::vector<std::uint64_t> stale_keys;
 };
 
 /// Marks the "whole idle devices" relaxation dimension.
@@ -554,21 +558,30 @@ class PreemptionContext {
       }
       return key;
     };
-    std::vector<DomainId> misses;
+    auto& stale = cache->stale_targets;
+    auto& stale_keys = cache->stale_keys;
+    stale.clear();
+    stale_keys.clear();
     for (const DomainId target : targets) {
       const auto& entry = entries[topology_.ordinal(target)];
-      if (!entry.valid || entry.key != key_of(target)) misses.push_back(target);
+      const std::uint64_t key = key_of(target);
+      if (!entry.valid || entry.key != key) {
+        stale.push_back(target);
+        stale_keys.push_back(key);
+      }
     }
-    if (!misses.empty()) {
-      scan_batch(tier, std::span<const DomainId>(misses), workspace, [&](DomainId target, const ScanResult& result) {
+    if (!stale.empty()) {
+      // scan_batch emits in target order, so the i-th result belongs to stale[i].
+      std::size_t next = 0;
+      scan_batch(tier, std::span<const DomainId>(stale), workspace, [&](DomainId target, const ScanResult& result) {
         auto& entry = entries[topology_.ordinal(target)];
-        entry.key = key_of(target);
+        entry.key = stale_keys[next++];
         entry.result = result;
         entry.valid = true;
       });
     }
-    cache->misses += misses.size();
-    cache->hits += targets.size() - misses.size();
+    cache->misses += stale.size();
+    cache->hits += targets.size() - stale.size();
     for (const DomainId target : targets) emit(target, entries[topology_.ordinal(target)].result);
   }
 
