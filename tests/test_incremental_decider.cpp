@@ -6,8 +6,11 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <random>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,6 +23,42 @@
 
 namespace topopreempt {
 namespace {
+
+/// Lost work, except that one workload is priced at NaN: the price check must name it.
+struct bad_price_for {
+  static constexpr std::string_view name = "bad_price_for";
+  WorkloadId bad;
+  cost::lost_work base{};
+  [[nodiscard]] double evict(const Workload& victim) const {
+    return victim.id == bad ? std::numeric_limits<double>::quiet_NaN() : base.evict(victim);
+  }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const {
+    return victim.id == bad ? std::numeric_limits<double>::quiet_NaN()
+                            : base.shrink(victim, dropped);
+  }
+};
+
+/// Every action costs `price`, declared uniform.
+struct declared_uniform {
+  static constexpr std::string_view name = "declared_uniform";
+  double price = 1.0;
+  double floor = 1.0;
+  [[nodiscard]] double evict(const Workload&) const noexcept { return price; }
+  [[nodiscard]] double shrink(const Workload&, std::int32_t) const noexcept { return price; }
+  [[nodiscard]] double least_price() const noexcept { return floor; }
+  [[nodiscard]] double uniform_price() const noexcept { return price; }
+};
+
+/// The message `call` throws as `std::invalid_argument` (empty if it does not throw).
+template <class Call>
+std::string error_of(Call&& call) {
+  try {
+    (void)call();
+  } catch (const std::invalid_argument& error) {
+    return error.what();
+  }
+  return {};
+}
 
 /// Everything a plan says except its wall time.
 void check_same_plan(const PreemptionPlan& warm, const PreemptionPlan& cold) {
@@ -102,6 +141,92 @@ TEST_SUITE("incremental_decider") {
         run_sequence(solvers::branch_and_bound, spec, seed);
       }
     }
+  }
+
+  TEST_CASE("a bad price met after changes is rejected as the cold solve rejects it") {
+    ClusterSpec spec;
+    spec.nodes = 8;
+    spec.nodes_per_rack = 4;
+    GeneratedCluster cluster = generate_cluster(spec);
+    const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
+    // The lowest-priority preemptible workload: an eligible victim of the preemptor.
+    std::vector<WorkloadId> eligible;
+    cluster.state.for_each_workload([&](const Workload& w) {
+      if (w.preemptible && w.priority < preemptor.priority) eligible.push_back(w.id);
+    });
+    REQUIRE(!eligible.empty());
+    const WorkloadId bad = eligible.front();
+    const Workload kept = cluster.state.workload(bad);
+    const Placement where = cluster.state.placement(bad);
+    const bad_price_for model{bad};
+    IncrementalDecider decider(solvers::branch_and_bound, model, preemptor);
+    cluster.state.remove(bad);
+    check_same_plan(decider.decide(cluster.state),
+                    solvers::branch_and_bound.solve(cluster.state, preemptor, model));
+    cluster.state.add(kept, where);
+    const std::string cold =
+        error_of([&] { return solvers::branch_and_bound.solve(cluster.state, preemptor, model); });
+    CHECK(cold.find(kept.label()) != std::string::npos);
+    CHECK(error_of([&] { return decider.decide(cluster.state); }) == cold);
+    CHECK(error_of([&] { return decider.decide(cluster.state); }) == cold);  // not cached as valid
+    cluster.state.remove(bad);
+    check_same_plan(decider.decide(cluster.state),
+                    solvers::branch_and_bound.solve(cluster.state, preemptor, model));
+  }
+
+  TEST_CASE("room freed on one host after a decision: the decider sees that the preemptor fits") {
+    ClusterSpec spec;
+    spec.nodes = 8;
+    spec.nodes_per_rack = 4;
+    GeneratedCluster cluster = generate_cluster(spec);
+    const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
+    const cost::victim_count model{};
+    IncrementalDecider decider(solvers::greedy, model, preemptor);
+    PreemptionPlan first = decider.decide(cluster.state);
+    REQUIRE(first.has_victims_plan());
+    // Empty the host the plan chose (every occupant leaves): now it fits without preemption.
+    const DomainId host = cluster.state.topology().ancestor_at(
+        first.target_domain, cluster.state.topology().host_level());
+    REQUIRE(host.valid());
+    std::vector<WorkloadId> occupants(cluster.state.occupants(host).begin(),
+                                      cluster.state.occupants(host).end());
+    for (const WorkloadId id : occupants) cluster.state.remove(id);
+    const PreemptionPlan warm = decider.decide(cluster.state);
+    check_same_plan(warm, solvers::greedy.solve(cluster.state, preemptor, model));
+    CHECK(warm.status == PlanStatus::no_preemption_needed);
+    CHECK(cluster.state.topology().contains(host, warm.target_domain));
+  }
+
+  TEST_CASE(
+      "a declared uniform price replaces the pass over the workloads, and is itself checked") {
+    static_assert(UniformPriceModel<cost::victim_count>);
+    static_assert(UniformPriceModel<declared_uniform>);
+    static_assert(!UniformPriceModel<cost::lost_work>);
+    ClusterSpec spec;
+    spec.nodes = 4;
+    const GeneratedCluster cluster = generate_cluster(spec);
+    const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
+    CHECK_NOTHROW(check_price_sum(cluster.state, preemptor, declared_uniform{}));
+    CHECK_THROWS_WITH_AS(check_price_sum(cluster.state, preemptor, declared_uniform{0.5, 1.0}),
+                         doctest::Contains("uniform_price()"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(
+        check_price_sum(cluster.state, preemptor,
+                        declared_uniform{std::numeric_limits<double>::infinity(), 1.0}),
+        doctest::Contains("uniform_price()"), std::invalid_argument);
+    // n x price overflows: the full pass decides, and three eligible victims overflow too.
+    std::size_t eligible = 0;
+    cluster.state.for_each_workload(
+        [&](const Workload& w) { eligible += w.preemptible && w.priority < preemptor.priority; });
+    REQUIRE(eligible >= 3);
+    CHECK_THROWS_WITH_AS(
+        check_price_sum(cluster.state, preemptor,
+                        declared_uniform{std::numeric_limits<double>::max() / 2, 1.0}),
+        doctest::Contains("rescale"), std::invalid_argument);
+    const PreemptionPlan plan =
+        solvers::branch_and_bound.solve(cluster.state, preemptor, declared_uniform{2.0, 2.0});
+    const PreemptionPlan counted =
+        solvers::branch_and_bound.solve(cluster.state, preemptor, cost::victim_count{});
+    CHECK(plan.cost == doctest::Approx(2.0 * counted.cost));
   }
 
   TEST_CASE("a state on another topology resets the cache") {

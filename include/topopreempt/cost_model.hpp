@@ -43,6 +43,16 @@ concept PriceFloorModel = CostModel<Model> && requires(const Model& model) {
   { model.least_price() } -> std::convertible_to<double>;
 };
 
+/// Optional declaration that every action (eviction or any shrink) on every victim costs
+/// exactly `uniform_price()` (`cost::victim_count`). `check_price_sum` then needs no pass over
+/// the running workloads: the sum of n prices is n x uniform_price(). Solvers still price each
+/// victim they read through `evict`/`shrink` and check each answer; a model that declares a
+/// uniform price must return it from both.
+template <class Model>
+concept UniformPriceModel = PriceFloorModel<Model> && requires(const Model& model) {
+  { model.uniform_price() } -> std::convertible_to<double>;
+};
+
 /// The declared price floor of `model`, or 0 when it declares none.
 template <CostModel Model>
 [[nodiscard]] double least_price_of(const Model& model) {
@@ -62,6 +72,8 @@ struct victim_count {
   [[nodiscard]] double shrink(const Workload&, std::int32_t) const noexcept { return 1.0; }
   /// Every action costs 1.
   [[nodiscard]] double least_price() const noexcept { return 1.0; }
+  /// Every action costs exactly 1 (no victim is dearer either).
+  [[nodiscard]] double uniform_price() const noexcept { return 1.0; }
 };
 
 /// Priority-weighted: `priority + offset` per evicted workload (offset 2^31 makes every int32
@@ -197,6 +209,59 @@ struct weighted_sum {
   return value;
 }
 
+namespace detail {
+
+/// Throws `std::invalid_argument` naming the model when its declared `least_price()` (and
+/// `uniform_price()`, if declared) is not finite and >= 0, or the uniform price undercuts the
+/// floor. Returns the floor.
+template <CostModel Model>
+double checked_price_declarations(const Model& model) {
+  const double floor = least_price_of(model);
+  if (!std::isfinite(floor) || floor < 0.0) {
+    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' declares least_price() " +
+                                std::to_string(floor) + "; it must be finite and >= 0");
+  }
+  if constexpr (UniformPriceModel<Model>) {
+    const auto uniform = static_cast<double>(model.uniform_price());
+    if (!std::isfinite(uniform) || uniform < floor) {
+      throw std::invalid_argument("cost model '" + std::string(Model::name) + "' declares uniform_price() " +
+                                  std::to_string(uniform) + "; it must be finite and >= least_price() " +
+                                  std::to_string(floor));
+    }
+  }
+  return floor;
+}
+
+/// Checks one eligible victim's prices (each valid, none below `floor`) and returns its
+/// dearest action's price.
+template <CostModel Model>
+double checked_dearest_price(const Model& model, const Workload& victim, double floor) {
+  double dearest = checked_cost(static_cast<double>(model.evict(victim)), Model::name, victim);
+  double cheapest = dearest;
+  for (std::int32_t dropped = 1; dropped <= victim.shrinkable_replicas(); ++dropped) {
+    const double price = checked_cost(static_cast<double>(model.shrink(victim, dropped)), Model::name, victim);
+    dearest = std::max(dearest, price);
+    cheapest = std::min(cheapest, price);
+  }
+  // A declared floor lets solvers prune domains unread: a price below it would make plans wrong.
+  if (cheapest < floor) {
+    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " + victim.label() +
+                                " at " + std::to_string(cheapest) + ", below its declared least_price() " +
+                                std::to_string(floor));
+  }
+  return dearest;
+}
+
+/// The error `check_price_sum` raises when the prices sum past the largest double.
+template <CostModel Model>
+[[noreturn]] void throw_price_sum_overflow(const Workload& preemptor) {
+  throw std::invalid_argument("cost model '" + std::string(Model::name) + "': the prices of the " +
+                              "victims " + preemptor.label() + " may preempt sum past the " +
+                              "largest double (1.8e308); rescale the model");
+}
+
+}  // namespace detail
+
 /// Rejects a model whose prices cannot all be added up: throws `std::invalid_argument` naming
 /// the model when the prices of every victim `preemptor` may have in `state` (preemptible,
 /// strictly lower priority), each at its dearest action (eviction or any shrink), sum past the
@@ -204,39 +269,22 @@ struct weighted_sum {
 /// of any solver can overflow to infinity (which would read as "no plan", a wrong
 /// `infeasible`); above it the model must be rescaled. Also rejects an invalid single price
 /// (see `checked_cost`), and a model whose declared `least_price()` (see `PriceFloorModel`) is
-/// not finite and >= 0 or is undercut by some victim's price. Cost: one pass over the running workloads. Every solver and baseline
-/// calls this first.
+/// not finite and >= 0 or is undercut by some victim's price. Every solver and baseline calls
+/// this first. Cost: one pass over the running workloads, or O(1) for a `UniformPriceModel`
+/// whose price times the number of running workloads is finite (its prices are declared, not
+/// read; `IncrementalDecider` re-checks only the hosts that changed).
 template <CostModel Model>
 void check_price_sum(const Allocation& state, const Workload& preemptor, const Model& model) {
-  double total = 0.0;
-  const double floor = least_price_of(model);
-  if (!std::isfinite(floor) || floor < 0.0) {
-    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' declares least_price() " +
-                                std::to_string(floor) + "; it must be finite and >= 0");
+  const double floor = detail::checked_price_declarations(model);
+  if constexpr (UniformPriceModel<Model>) {
+    if (std::isfinite(static_cast<double>(model.uniform_price()) * static_cast<double>(state.size()))) return;
   }
+  double total = 0.0;
   state.for_each_workload([&](const Workload& victim) {
     if (!victim.preemptible || victim.priority >= preemptor.priority) return;
-    double dearest = checked_cost(static_cast<double>(model.evict(victim)), Model::name, victim);
-    double cheapest = dearest;
-    for (std::int32_t dropped = 1; dropped <= victim.shrinkable_replicas(); ++dropped) {
-      const double price = checked_cost(static_cast<double>(model.shrink(victim, dropped)), Model::name, victim);
-      dearest = std::max(dearest, price);
-      cheapest = std::min(cheapest, price);
-    }
-    // A declared floor lets solvers prune domains unread: a price below it would make plans wrong.
-    if (cheapest < floor) {
-      throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " + victim.label() +
-                                  " at " + std::to_string(cheapest) + ", below its declared least_price() " +
-                                  std::to_string(floor));
-    }
-    total += dearest;
+    total += detail::checked_dearest_price(model, victim, floor);
   });
-  if (!std::isfinite(total)) {
-    throw std::invalid_argument("cost model '" + std::string(Model::name) +
-                                "': the prices of the " + "victims " + preemptor.label() +
-                                " may preempt sum past the " +
-                                "largest double (1.8e308); rescale the model");
-  }
+  if (!std::isfinite(total)) detail::throw_price_sum_overflow<Model>(preemptor);
 }
 
 }  // namespace topopreempt

@@ -415,6 +415,25 @@ template <CapacityView View>
   return tiers;
 }
 
+namespace detail {
+
+/// A found placement with its gang domain and levels filled in.
+[[nodiscard]] inline PlacementSearchResult placement_search_result(const Topology& topology, Placement placement) {
+  PlacementSearchResult result;
+  result.found = true;
+  result.placement = std::move(placement);
+  result.gang_domain = result.placement.span_domain(topology);
+  result.gang_level = topology.level(result.placement.enclosing_domain(topology));
+  result.replica_level = static_cast<LevelIndex>(topology.levels().size() - 1);
+  for (std::size_t r = 0; r < result.placement.replicas.size(); ++r) {
+    result.replica_level =
+        std::min(result.replica_level, topology.level(result.placement.replica_domain(topology, r)));
+  }
+  return result;
+}
+
+}  // namespace detail
+
 /// Finds a placement of the whole workload inside `within` (default: the whole cluster) that
 /// honours every guaranteed scope and gets best-effort scopes as tight as it can (gang tier
 /// first, then per replica). Best fit among domains of the tightest feasible tier.
@@ -422,7 +441,6 @@ template <CapacityView View>
 [[nodiscard]] PlacementSearchResult find_placement(const View& view, const ResolvedDemand& demand,
                                                    DomainId within = Topology::root()) {
   const Topology& topology = view.topology();
-  PlacementSearchResult result;
   for (const auto& [level, domains] : gang_tiers(topology, demand, within)) {
     DomainId best;
     for (DomainId domain : domains) {
@@ -430,20 +448,9 @@ template <CapacityView View>
       if (!best.valid() || view.idle_devices(domain) < view.idle_devices(best)) best = domain;
     }
     if (!best.valid()) continue;
-    if (auto placement = place_in(view, demand, best)) {
-      result.found = true;
-      result.placement = std::move(*placement);
-      result.gang_domain = result.placement.span_domain(topology);
-      result.gang_level = topology.level(result.placement.enclosing_domain(topology));
-      result.replica_level = static_cast<LevelIndex>(topology.levels().size() - 1);
-      for (std::size_t r = 0; r < result.placement.replicas.size(); ++r) {
-        result.replica_level = std::min(
-            result.replica_level, topology.level(result.placement.replica_domain(topology, r)));
-      }
-      return result;
-    }
+    if (auto placement = place_in(view, demand, best)) return detail::placement_search_result(topology, std::move(*placement));
   }
-  return result;
+  return {};
 }
 
 /// Convenience overload taking the workload itself.

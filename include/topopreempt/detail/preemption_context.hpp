@@ -20,6 +20,7 @@
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/capacity_view.hpp"
 #include "topopreempt/cost_model.hpp"
+#include "topopreempt/detail/decision_reuse.hpp"
 #include "topopreempt/detail/plan_dependencies.hpp"
 #include "topopreempt/placement_search.hpp"
 #include "topopreempt/preemption_plan.hpp"
@@ -124,6 +125,10 @@ struct ScanCache {
   /// to scan and their version digests, computed once per target.
   std::vector<DomainId> stale_targets;
   std::vector<std::uint64_t> stale_keys;
+  /// The per-host part of `check_price_sum`, and gang domains known not to hold the preemptor
+  /// as things stand (the "fits already" check), kept by version too.
+  PriceCheckCache prices;
+  FitCache fits;
 };
 
 /// Marks the "whole idle devices" relaxation dimension.
@@ -331,13 +336,19 @@ class FeasibilityOracle {
 template <CostModel Model>
 class PreemptionContext {
  public:
-  PreemptionContext(const Allocation& state, const Workload& preemptor, const Model& model)
+  /// `prices` (optional) keeps the per-host part of `check_price_sum` across decisions.
+  PreemptionContext(const Allocation& state, const Workload& preemptor, const Model& model,
+                    PriceCheckCache* prices = nullptr)
       : state_(state), preemptor_(preemptor), model_(model), topology_(state.topology()),
         demand_(ResolvedDemand::of(preemptor, state.topology())) {
     if (state.contains(preemptor.id)) {
       throw std::invalid_argument(preemptor.label() + " is already running; a preemptor must be pending");
     }
-    check_price_sum(state, preemptor, model);
+    if (prices != nullptr) {
+      check_price_sum_reusing(state, preemptor, model, *prices);
+    } else {
+      check_price_sum(state, preemptor, model);
+    }
     build_tiers();
   }
 
@@ -1067,14 +1078,15 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
                           ScanCache* cache = nullptr) {
   const auto start = Clock::now();
   DeadlineWatch deadline(deadline_after(start, limits.time_limit));
-  PreemptionContext<Model> context(state, preemptor, model);
+  PreemptionContext<Model> context(state, preemptor, model, cache != nullptr ? &cache->prices : nullptr);
   SolverStatistics statistics;
   const auto finish = [&](PreemptionPlan plan) {
     plan.statistics.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     record_dependencies(state, preemptor, plan);  // what a later commit checks
     return plan;
   };
-  const PlacementSearchResult now = find_placement(state, context.demand());
+  const PlacementSearchResult now = cache != nullptr ? find_placement_reusing(state, context.demand(), cache->fits)
+                                                     : find_placement(state, context.demand());
   if (now.found) {
     return finish(context.make_plan_without_victims(solver, PlanStatus::no_preemption_needed, &now,
                                                     statistics, {}, 0));
