@@ -4,11 +4,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <latch>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
+#include "topopreempt/cluster_generator.hpp"
 #include "topopreempt/cost_model.hpp"
 #include "topopreempt/machine_shapes.hpp"
 #include "topopreempt/plan_transaction.hpp"
@@ -260,4 +263,125 @@ TEST_CASE("two planners on copies commit to one shared state: exactly the non-co
   CHECK(verify_plan(before_retry, preemptors[loser], again, model).ok);
 }
 
+}  // namespace topopreempt
+
+namespace topopreempt {
+namespace {
+
+/// Everything observable about a state, slot order of `for_each_workload` included: equal
+/// fingerprints mean two states answer every query alike.
+std::vector<std::string> observable(const Allocation& state) {
+  const Topology& topology = state.topology();
+  std::vector<std::string> lines;
+  state.for_each_workload([&](const Workload& w) {
+    lines.push_back(w.label() + " r" + std::to_string(w.replicas) + " " +
+                    state.placement(w.id).describe(topology));
+  });
+  for (std::uint32_t d = 0; d < topology.size(); ++d) {
+    const DomainId domain{d};
+    std::string line = std::to_string(d) + " v" + std::to_string(state.domain_version(domain)) +
+                       " " + topology.schema().format(state.used(domain)) + " idle " +
+                       std::to_string(state.idle_devices(domain));
+    if (topology.level(domain) <= topology.host_level()) {
+      for (const std::int32_t priority : {1, 100, 500, 1000}) {
+        line += " p" + std::to_string(state.preemptible_device_entries_below(domain, priority));
+        for (std::size_t dim = 0; dim < topology.schema().size(); ++dim) {
+          line += "," + std::to_string(state.preemptible_below(domain, priority, dim));
+        }
+      }
+    }
+    if (topology.level(domain) == topology.host_level()) {
+      for (const WorkloadId id : state.occupants(domain)) line += " o" + std::to_string(id.value);
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+TEST_CASE("commit in place ends exactly where replaying remove / shrink / add on a copy ends") {
+  std::uint64_t compared = 0;
+  std::uint64_t with_shrinks = 0;
+  for (const std::uint64_t seed : {1U, 2U, 3U, 4U}) {
+    ClusterSpec spec;
+    spec.nodes = 12;
+    spec.nodes_per_rack = 4;
+    spec.seed = seed;
+    spec.elastic_fraction = 0.5;
+    GeneratedCluster cluster = generate_cluster(spec);
+    Allocation replayed = cluster.state;  // the twin every plan is replayed on
+    std::uint64_t next_id = 1'000'000;
+    for (const PreemptorSpec& kind : std::vector<PreemptorSpec>{{PreemptorKind::node, 8},
+                                                                {PreemptorKind::socket, 4},
+                                                                {PreemptorKind::nvlink_island, 4},
+                                                                {PreemptorKind::rack_gang, 16, 2},
+                                                                {PreemptorKind::numa, 1}}) {
+      Workload preemptor = make_preemptor(kind);
+      preemptor.id = WorkloadId{next_id++};
+      const PreemptionPlan plan =
+          solvers::greedy.solve(cluster.state, preemptor, cost::priority_weighted{});
+      if (plan.status == PlanStatus::infeasible) continue;
+      INFO("seed ", seed, " ", preemptor.label(), " ", plan.victims.size(), " victims");
+      detail::transaction::apply(replayed, plan, preemptor);
+      REQUIRE(commit(cluster.state, plan, preemptor).committed);
+      CHECK(observable(cluster.state) == observable(replayed));
+      // Later adds reuse the freed slots: they must land alike too.
+      const std::vector<WorkloadId> ids = replayed.workload_ids();
+      for (std::size_t i = 0; i < 3 && i < ids.size(); ++i) {
+        const Workload moved = replayed.workload(ids[i]);
+        const Placement where = replayed.placement(ids[i]);
+        for (Allocation* state : {&replayed, &cluster.state}) state->remove(ids[i]);
+        for (Allocation* state : {&replayed, &cluster.state}) state->add(moved, where);
+      }
+      CHECK(observable(cluster.state) == observable(replayed));
+      ++compared;
+      with_shrinks += std::any_of(plan.victims.begin(), plan.victims.end(),
+                                  [](const Victim& v) { return v.action == VictimAction::shrink; });
+    }
+  }
+  CHECK(compared >= 12);
+  CHECK(with_shrinks >= 1);
+}
+
+TEST_CASE("preempt_and_start refuses a bad batch before changing anything") {
+  Allocation state = test::four_nodes();
+  const std::vector<std::string> before = observable(state);
+  const Workload preemptor = test::whole_node(50, 10);
+  const PreemptionPlan plan =
+      solvers::branch_and_bound.solve(state, preemptor, cost::victim_count{});
+  REQUIRE(plan.victims.size() == 1);
+  const std::array<Allocation::VictimChange, 1> victim{{{plan.victims[0].id, true, {}}}};
+  SUBCASE("a victim that is not running") {
+    const std::array<Allocation::VictimChange, 1> unknown{{{WorkloadId{999}, true, {}}}};
+    CHECK_THROWS_AS(state.preempt_and_start(unknown, preemptor, plan.placement), std::out_of_range);
+  }
+  SUBCASE("a victim named twice") {
+    const std::array<Allocation::VictimChange, 2> twice{{victim[0], victim[0]}};
+    CHECK_THROWS_WITH_AS(state.preempt_and_start(twice, preemptor, plan.placement),
+                         doctest::Contains("named twice"), std::out_of_range);
+  }
+  SUBCASE("a shrink of a workload that is not elastic") {
+    const std::array<std::int32_t, 1> first{0};
+    const std::array<Allocation::VictimChange, 1> shrink{{{plan.victims[0].id, false, first}}};
+    CHECK_THROWS_WITH_AS(state.preempt_and_start(shrink, preemptor, plan.placement),
+                         doctest::Contains("not elastic"), std::invalid_argument);
+  }
+  SUBCASE("a start that over-commits even after the victims left") {
+    // The placement is where the victim ran; without evicting it, the node is full.
+    CHECK_THROWS_WITH_AS(state.preempt_and_start({}, preemptor, plan.placement),
+                         doctest::Contains("over-commits"), std::invalid_argument);
+  }
+  SUBCASE("the preemptor is already running") {
+    Workload running = state.workload(WorkloadId{3});
+    CHECK_THROWS_WITH_AS(state.preempt_and_start(victim, running, plan.placement),
+                         doctest::Contains("already running"), std::invalid_argument);
+  }
+  CHECK(observable(state) == before);
+  SUBCASE("a good batch lands") {
+    state.preempt_and_start(victim, preemptor, plan.placement);
+    CHECK(state.contains(preemptor.id));
+    CHECK(!state.contains(plan.victims[0].id));
+  }
+}
+
+}  // namespace
 }  // namespace topopreempt

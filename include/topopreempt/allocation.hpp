@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -234,23 +235,10 @@ class Allocation {
   /// not add up to its demand, a broken guaranteed requirement, or over-capacity.
   void add(Workload workload, const Placement& placement) {
     check_addable(workload, placement);
-    Record record;
-    record.live = true;
-    for (const auto& replica : placement.replicas) {
-      record.replica_begin.push_back(static_cast<std::uint32_t>(record.domains.size()));
-      for (const auto& entry : replica.entries) record.domains.push_back(entry.domain);
-    }
-    record.amounts.resize(static_cast<Eigen::Index>(topology_->schema().size()),
-                          static_cast<Eigen::Index>(record.domains.size()));
-    Eigen::Index column_index = 0;
-    for (const auto& replica : placement.replicas) {
-      for (const auto& entry : replica.entries) record.amounts.col(column_index++) = entry.amount;
-    }
     // Everything that can throw (allocation included) happens before the first observable
     // mutation; the spare record slot appended for it is dropped again if anything throws.
-    const WorkloadId id = workload.id;
-    record.workload = std::move(workload);
-    record.fingerprint = fingerprint_of(record);
+    Record record = new_record(std::move(workload), placement);
+    const WorkloadId id = record.workload.id;
     const std::vector<DomainId> hosts = hosts_of(record);
     const bool appended = free_slots_.empty();
     if (appended) records_.emplace_back();
@@ -303,44 +291,8 @@ class Allocation {
   void shrink(WorkloadId id, std::span<const std::int32_t> replicas_to_drop) {
     const std::uint32_t slot = slot_of(id);
     Record& record = records_[slot];
-    const Workload& workload = record.workload;
-    if (!workload.min_replicas) {
-      throw std::invalid_argument(workload.label() + " is not elastic and cannot be shrunk");
-    }
-    std::vector<bool> dropped(static_cast<std::size_t>(workload.replicas), false);
-    for (std::int32_t r : replicas_to_drop) {
-      if (r < 0 || r >= workload.replicas || dropped[static_cast<std::size_t>(r)]) {
-        throw std::invalid_argument(workload.label() + ": replica index " + std::to_string(r) +
-                                    " is out of range or repeated");
-      }
-      dropped[static_cast<std::size_t>(r)] = true;
-    }
-    const auto survivors = workload.replicas - static_cast<std::int32_t>(replicas_to_drop.size());
-    if (survivors < *workload.min_replicas) {
-      throw std::invalid_argument(workload.label() + ": cannot shrink from " +
-                                  std::to_string(workload.replicas) + " to " +
-                                  std::to_string(survivors) + " replicas (minimum " +
-                                  std::to_string(*workload.min_replicas) + ")");
-    }
-    Record kept;
-    kept.live = true;
-    kept.workload = workload;
-    kept.workload.replicas = survivors;
-    std::vector<std::size_t> kept_entries;
-    for (std::size_t r = 0; r < dropped.size(); ++r) {
-      if (dropped[r]) continue;
-      kept.replica_begin.push_back(static_cast<std::uint32_t>(kept_entries.size()));
-      for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
-        kept_entries.push_back(e);
-      }
-    }
-    kept.amounts.resize(record.amounts.rows(), static_cast<Eigen::Index>(kept_entries.size()));
-    for (std::size_t i = 0; i < kept_entries.size(); ++i) {
-      kept.domains.push_back(record.domains[kept_entries[i]]);
-      kept.amounts.col(static_cast<Eigen::Index>(i)) =
-          record.amounts.col(static_cast<Eigen::Index>(kept_entries[i]));
-    }
-    kept.fingerprint = fingerprint_of(kept);
+    std::vector<bool> dropped;
+    Record kept = shrunk_record(record, replicas_to_drop, dropped);
     const std::vector<DomainId> hosts_after = hosts_of(kept);
     const std::vector<DomainId> hosts_before = hosts_of(record);
     // No-throw from here on.
@@ -352,6 +304,98 @@ class Allocation {
       }
     }
     record = std::move(kept);
+  }
+
+  /// Amounts a pending batch releases on domains' own pools or devices.
+  using Released = std::vector<std::pair<DomainId, ResourceVector>>;
+
+  /// One victim of `preempt_and_start`: evicted whole, or shrunk by dropping `dropped`
+  /// (replica indices, as `shrink` takes them).
+  struct VictimChange {
+    WorkloadId id;
+    bool evict = true;
+    std::span<const std::int32_t> dropped;
+  };
+
+  /// Evicts or shrinks every victim in `victims` (in that order) and then starts `workload` at
+  /// `placement`, as one change: it ends exactly as `remove` / `shrink` / `add` called in that
+  /// order would (same versions too), or, if anything throws, the state is unchanged (strong
+  /// guarantee, `std::bad_alloc` included). Everything that can throw (lookups, validation,
+  /// `add`'s checks against the state after the victims left, every allocation) happens before
+  /// the first mutation, so the cost is O(what changes), not a copy of the state. Throws what
+  /// the sequence would throw: `std::out_of_range` for a victim that is not running (or is
+  /// named twice), `std::invalid_argument` for a bad shrink or an invalid start.
+  void preempt_and_start(std::span<const VictimChange> victims, Workload workload, const Placement& placement) {
+    Released released;
+    std::vector<PreparedVictim> prepared = prepare_victims(victims, released);
+    check_addable(workload, placement, released);
+    Record record = new_record(std::move(workload), placement);
+    const WorkloadId id = record.workload.id;
+    const std::vector<DomainId> hosts = hosts_of(record);
+    // The slot `add` would take after the removals: the last evicted victim's (remove pushes
+    // freed slots, add pops the last), else a free one, else a new one. Slot order is the
+    // order `for_each_workload` visits, so it must match the sequence's.
+    std::optional<std::uint32_t> last_evicted;
+    for (std::size_t v = 0; v < victims.size(); ++v) {
+      if (victims[v].evict) last_evicted = prepared[v].slot;
+    }
+    const bool appended = !last_evicted && free_slots_.empty();
+    if (appended) records_.emplace_back();
+    const auto slot = static_cast<std::uint32_t>(
+        last_evicted ? *last_evicted : (appended ? records_.size() - 1 : free_slots_.back()));
+    try {
+      free_slots_.reserve(free_slots_.size() + victims.size());
+      for (DomainId host : hosts) {
+        const std::size_t ordinal = host_ordinal(host);
+        occupants_[ordinal].reserve(occupants_[ordinal].size() + 1);
+        occupant_slots_[ordinal].reserve(occupant_slots_[ordinal].size() + 1);
+      }
+      // Rows the victims empty keep their capacity, so reserving against today's rows covers
+      // whatever the new workload (or a shrunk victim) inserts after them.
+      reserve_holdings(record);
+      index_.reserve(index_.size() + 1);
+      index_.emplace(id.value, slot);  // last: see add()
+    } catch (...) {
+      if (appended) records_.pop_back();
+      throw;
+    }
+    // No-throw from here on: the same steps as remove / shrink / add, in order.
+    if (!appended && !last_evicted) free_slots_.pop_back();
+    for (std::size_t v = 0; v < victims.size(); ++v) {
+      PreparedVictim& victim = prepared[v];
+      Record& old = records_[victim.slot];
+      if (victims[v].evict) {
+        apply(old, 0, old.domains.size(), -1);
+        for (DomainId host : victim.hosts_before) erase_occupant(host, victims[v].id);
+        old = Record{};
+        index_.erase(victims[v].id.value);
+        if (victim.slot != slot) free_slots_.push_back(victim.slot);  // the new record's: taken
+      } else {
+        apply(old, 0, old.domains.size(), -1);
+        apply(victim.kept, 0, victim.kept.domains.size(), +1);
+        for (DomainId host : victim.hosts_before) {
+          if (!std::binary_search(victim.hosts_after.begin(), victim.hosts_after.end(), host)) {
+            erase_occupant(host, victims[v].id);
+          }
+        }
+        old = std::move(victim.kept);
+      }
+    }
+    records_[slot] = std::move(record);
+    apply(records_[slot], 0, records_[slot].domains.size(), +1);
+    for (DomainId host : hosts) {
+      occupants_[host_ordinal(host)].push_back(id);
+      occupant_slots_[host_ordinal(host)].push_back(slot);
+    }
+  }
+
+  /// Throws what `preempt_and_start(victims, workload, placement)` would throw (allocation
+  /// failures aside) and changes nothing: a dry run, O(what the batch touches).
+  void check_preempt_and_start(std::span<const VictimChange> victims, const Workload& workload,
+                               const Placement& placement) const {
+    Released released;
+    (void)prepare_victims(victims, released);
+    check_addable(workload, placement, released);
   }
 
   /// Bytes held by the state, excluding the shared topology.
@@ -435,6 +479,112 @@ class Allocation {
     }
     for (const std::uint32_t begin : record.replica_begin) fold(begin);
     return h;
+  }
+
+  /// A victim of `preempt_and_start`, looked up and (for a shrink) rebuilt before any mutation.
+  struct PreparedVictim {
+    std::uint32_t slot;
+    std::vector<DomainId> hosts_before;
+    std::vector<DomainId> hosts_after;  // shrink only
+    Record kept;                        // shrink only
+  };
+  /// Looks up and checks every victim of a batch; appends what each frees to `released`.
+  [[nodiscard]] std::vector<PreparedVictim> prepare_victims(std::span<const VictimChange> victims,
+                                                            Released& released) const {
+    std::vector<PreparedVictim> prepared;
+    prepared.reserve(victims.size());
+    for (const VictimChange& change : victims) {
+      const std::uint32_t slot = slot_of(change.id);
+      for (const PreparedVictim& earlier : prepared) {
+        // The sequence would meet a workload it already stopped (or renumbered): refuse it
+        // as `remove` would refuse a workload that is no longer running.
+        if (earlier.slot == slot) {
+          throw std::out_of_range("workload " + std::to_string(change.id.value) + " is named twice");
+        }
+      }
+      const Record& record = records_[slot];
+      PreparedVictim victim{slot, hosts_of(record), {}, {}};
+      if (change.evict) {
+        for (std::size_t e = 0; e < record.domains.size(); ++e) {
+          released.emplace_back(record.domains[e], record.amounts.col(static_cast<Eigen::Index>(e)));
+        }
+      } else {
+        std::vector<bool> dropped;
+        victim.kept = shrunk_record(record, change.dropped, dropped);
+        victim.hosts_after = hosts_of(victim.kept);
+        for (std::size_t r = 0; r < dropped.size(); ++r) {
+          if (!dropped[r]) continue;
+          for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
+            released.emplace_back(record.domains[e], record.amounts.col(static_cast<Eigen::Index>(e)));
+          }
+        }
+      }
+      prepared.push_back(std::move(victim));
+    }
+    return prepared;
+  }
+
+  /// The record of `workload` at `placement` (already checked), fingerprint included.
+  [[nodiscard]] Record new_record(Workload workload, const Placement& placement) const {
+    Record record;
+    record.live = true;
+    for (const auto& replica : placement.replicas) {
+      record.replica_begin.push_back(static_cast<std::uint32_t>(record.domains.size()));
+      for (const auto& entry : replica.entries) record.domains.push_back(entry.domain);
+    }
+    record.amounts.resize(static_cast<Eigen::Index>(topology_->schema().size()),
+                          static_cast<Eigen::Index>(record.domains.size()));
+    Eigen::Index column_index = 0;
+    for (const auto& replica : placement.replicas) {
+      for (const auto& entry : replica.entries) record.amounts.col(column_index++) = entry.amount;
+    }
+    record.workload = std::move(workload);
+    record.fingerprint = fingerprint_of(record);
+    return record;
+  }
+  /// `record` without the replicas `replicas_to_drop` (checked as `shrink` documents);
+  /// `dropped[r]` says which replicas went.
+  [[nodiscard]] static Record shrunk_record(const Record& record, std::span<const std::int32_t> replicas_to_drop,
+                                            std::vector<bool>& dropped) {
+    const Workload& workload = record.workload;
+    if (!workload.min_replicas) {
+      throw std::invalid_argument(workload.label() + " is not elastic and cannot be shrunk");
+    }
+    dropped.assign(static_cast<std::size_t>(workload.replicas), false);
+    for (std::int32_t r : replicas_to_drop) {
+      if (r < 0 || r >= workload.replicas || dropped[static_cast<std::size_t>(r)]) {
+        throw std::invalid_argument(workload.label() + ": replica index " + std::to_string(r) +
+                                    " is out of range or repeated");
+      }
+      dropped[static_cast<std::size_t>(r)] = true;
+    }
+    const auto survivors = workload.replicas - static_cast<std::int32_t>(replicas_to_drop.size());
+    if (survivors < *workload.min_replicas) {
+      throw std::invalid_argument(workload.label() + ": cannot shrink from " +
+                                  std::to_string(workload.replicas) + " to " +
+                                  std::to_string(survivors) + " replicas (minimum " +
+                                  std::to_string(*workload.min_replicas) + ")");
+    }
+    Record kept;
+    kept.live = true;
+    kept.workload = workload;
+    kept.workload.replicas = survivors;
+    std::vector<std::size_t> kept_entries;
+    for (std::size_t r = 0; r < dropped.size(); ++r) {
+      if (dropped[r]) continue;
+      kept.replica_begin.push_back(static_cast<std::uint32_t>(kept_entries.size()));
+      for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
+        kept_entries.push_back(e);
+      }
+    }
+    kept.amounts.resize(record.amounts.rows(), static_cast<Eigen::Index>(kept_entries.size()));
+    for (std::size_t i = 0; i < kept_entries.size(); ++i) {
+      kept.domains.push_back(record.domains[kept_entries[i]]);
+      kept.amounts.col(static_cast<Eigen::Index>(i)) =
+          record.amounts.col(static_cast<Eigen::Index>(kept_entries[i]));
+    }
+    kept.fingerprint = fingerprint_of(kept);
+    return kept;
   }
 
   [[nodiscard]] static std::size_t replica_end(const Record& record, std::size_t r) {
@@ -594,7 +744,7 @@ class Allocation {
     return local;
   }
 
-  void check_addable(const Workload& workload, const Placement& placement) const;
+  void check_addable(const Workload& workload, const Placement& placement, const Released& released = {}) const;
 
   std::shared_ptr<const Topology> topology_;
   Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> used_;  // dims x domains, aggregated
@@ -610,7 +760,10 @@ class Allocation {
   std::unordered_map<std::uint64_t, std::uint32_t> index_;
 };
 
-inline void Allocation::check_addable(const Workload& workload, const Placement& placement) const {
+/// Throws unless `workload` could start at `placement` once the local amounts in `released`
+/// (domain, amount) are freed: the checks and messages of `add` on the state after the release.
+inline void Allocation::check_addable(const Workload& workload, const Placement& placement,
+                                      const Released& released) const {
   const Topology& topology = *topology_;
   const ResourceSchema& schema = topology.schema();
   validate(workload, topology);
@@ -719,7 +872,10 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
                                 topology.describe(gang_domain) + ")");
   }
   for (const auto& [domain, amount] : added) {
-    const ResourceVector room = topology.local_capacity(domain) - local_used(domain);
+    ResourceVector room = topology.local_capacity(domain) - local_used(domain);
+    for (const auto& [freed_domain, freed] : released) {
+      if (freed_domain == domain) room += freed;
+    }
     if (!all_less_equal(amount, room)) {
       throw std::invalid_argument(workload.label() + " over-commits " + topology.describe(domain) +
                                   ": asks " + schema.format(amount) + ", free " + schema.format(room));

@@ -131,9 +131,10 @@ inline void apply(Allocation& state, const PreemptionPlan& plan, const Workload&
 /// preemptible); or the plan is inconsistent with the state it claims to be current on
 /// (`Allocation`'s own error for the failing remove, shrink or add).
 ///
-/// Strong guarantee on every failure, `std::bad_alloc` included: the plan is applied to a copy
-/// that replaces `state` only once everything succeeded, so a commit costs O(size of state)
-/// besides the changes themselves.
+/// Strong guarantee on every failure, `std::bad_alloc` included: the changes go through
+/// `Allocation::preempt_and_start`, which does every check and allocation before its first
+/// mutation, so a commit costs O(what it changes) plus the version checks, not a copy of the
+/// state. (A hand-made plan that names one victim twice is replayed on a copy instead.)
 ///
 /// Thread-safety: mutates `state`, so the caller must hold exclusive access to it (e.g. a
 /// mutex around the shared state); `plan` and `preemptor` are only read.
@@ -142,6 +143,22 @@ inline void apply(Allocation& state, const PreemptionPlan& plan, const Workload&
   detail::transaction::check_committable(state, plan, preemptor);
   std::vector<DomainId> moved = moved_dependencies(state, plan);
   if (!moved.empty()) return CommitResult{false, std::move(moved)};
+  std::vector<Allocation::VictimChange> changes;
+  changes.reserve(plan.victims.size());
+  for (const Victim& victim : plan.victims) {
+    changes.push_back({victim.id, victim.action == VictimAction::evict, victim.dropped_replicas});
+  }
+  std::vector<WorkloadId> ids;
+  ids.reserve(plan.victims.size());
+  for (const Victim& victim : plan.victims) ids.push_back(victim.id);
+  std::sort(ids.begin(), ids.end());
+  if (std::adjacent_find(ids.begin(), ids.end()) == ids.end()) {
+    // O(what changes): every check and allocation before the first mutation.
+    state.preempt_and_start(changes, preemptor, plan.placement);
+    return CommitResult{true, {}};
+  }
+  // A victim named twice (only a hand-made plan does that): replay the calls on a copy, so the
+  // outcome is exactly theirs.
   Allocation next = state;  // copies share the immutable topology
   detail::transaction::apply(next, plan, preemptor);
   static_assert(std::is_nothrow_move_assignable_v<Allocation>,

@@ -178,10 +178,11 @@ template <CostModel Model>
     rest.victims.push_back(std::move(kept));
   }
   if (!rest.victims.empty() && fits_without_preemption(working, preemptor)) return std::nullopt;
-  Allocation trial = working;
+  std::vector<Allocation::VictimChange> changes;
+  changes.reserve(rest.victims.size());
+  for (const Victim& victim : rest.victims) changes.push_back({victim.id, true, {}});
   try {
-    for (const Victim& victim : rest.victims) trial.remove(victim.id);
-    trial.add(preemptor, nomination.placement);
+    working.check_preempt_and_start(changes, preemptor, nomination.placement);  // a dry run
   } catch (const std::invalid_argument&) {
     return std::nullopt;  // the nominated room is taken
   }
@@ -230,8 +231,8 @@ template <CostModel Model>
 /// throws; `nominations` is replaced only on success (strong guarantee).
 ///
 /// Cost: one copy of `state`, one solve per preemptor not kept, one placement search per kept
-/// nomination with victims, one trial copy per nomination whose dependencies moved, and
-/// applying each plan to the working state.
+/// nomination with victims, a dry run (`Allocation::check_preempt_and_start`, O(its victims))
+/// per nomination whose dependencies moved, and applying each plan to the working state.
 ///
 /// Thread-safety: reads `state` (may run concurrently with other readers of it); needs
 /// exclusive access to `nominations`.

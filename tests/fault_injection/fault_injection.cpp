@@ -135,7 +135,7 @@ std::string dump(const Allocation& state) {
   for (std::uint32_t d = 0; d < topology.size(); ++d) {
     const DomainId domain{d};
     out << d << ':' << topology.schema().format(state.used(domain)) << " idle "
-        << state.idle_devices(domain);
+        << state.idle_devices(domain) << " v" << state.domain_version(domain);
     if (topology.is_device(domain)) out << " occ " << state.device_occupancy(domain);
     if (topology.level(domain) == topology.host_level()) {
       std::vector<std::uint64_t> occupants;
