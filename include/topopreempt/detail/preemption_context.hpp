@@ -117,8 +117,24 @@ struct ScanCache {
     std::uint64_t key = 0;
     bool valid = false;
     ScanResult result;
+    /// The preemption index's verdict (`index_shortfall`), keyed by the versions of the
+    /// domains whose aggregates it reads.
+    std::uint64_t index_key = 0;
+    bool index_valid = false;
+    std::optional<Shortfall> index_verdict;
   };
   std::vector<std::vector<Entry>> tiers;
+  /// What never changes for a tier's target (the topology alone decides it), computed once:
+  /// per target `1 + 2 x dims` domains (its reach, where each relaxation dimension is
+  /// measured, and the indexed domain that answers for each of those), and the static
+  /// capacity verdict (`too_small`).
+  struct TierShape {
+    bool ready = false;
+    std::size_t stride = 0;
+    std::vector<DomainId> domains;
+    std::vector<std::optional<Shortfall>> too_small;
+  };
+  std::vector<TierShape> shapes;
   std::uint64_t hits = 0;    ///< scans answered from the cache
   std::uint64_t misses = 0;  ///< scans done (and stored)
   /// Scratch of one batch, kept so that a batch (one per host) allocates nothing: the targets
@@ -549,6 +565,80 @@ class PreemptionContext {
     for (std::size_t t = 0; t < batch; ++t) emit(targets[t], finish_scan(tier, workspace.targets[t]));
   }
 
+  /// The static facts of every target of `tier`, kept in `cache` (built on first use).
+  const ScanCache::TierShape& tier_shape(ScanCache& cache, std::size_t tier_index, const Tier& tier) const {
+    if (cache.shapes.size() <= tier_index) cache.shapes.resize(tier_index + 1);
+    ScanCache::TierShape& shape = cache.shapes[tier_index];
+    if (shape.ready) return shape;
+    const auto all = targets(tier);
+    const std::size_t dims = tier.dims.size();
+    shape.stride = 1 + 2 * dims;
+    shape.domains.assign(all.size() * shape.stride, DomainId{});
+    shape.too_small.assign(all.size(), std::nullopt);
+    const LevelIndex host_level = topology_.host_level();
+    for (std::size_t t = 0; t < all.size(); ++t) {
+      DomainId* row = shape.domains.data() + t * shape.stride;
+      row[0] = reach(tier, all[t]);
+      for (std::size_t k = 0; k < dims; ++k) {
+        const DomainId where = aggregate_domain(all[t], tier.dims[k]);
+        row[1 + k] = where;
+        // The index answers below the host level for the enclosing host.
+        row[1 + dims + k] = topology_.level(where) > host_level ? topology_.ancestor_at(where, host_level) : where;
+      }
+      shape.too_small[t] = too_small(tier, all[t]);
+    }
+    shape.ready = true;
+    return shape;
+  }
+
+  /// Digest of the versions of the domains a scan of target `ordinal` reads.
+  [[nodiscard]] std::uint64_t scan_key(const ScanCache::TierShape& shape, std::size_t ordinal, std::size_t dims) const {
+    const DomainId* row = shape.domains.data() + ordinal * shape.stride;
+    std::uint64_t key = state_.domain_version(row[0]);
+    for (std::size_t k = 0; k < dims; ++k) key = key * 0x9e3779b97f4a7c15ULL ^ state_.domain_version(row[1 + k]);
+    return key;
+  }
+  /// Digest of the versions of the domains `index_shortfall` of target `ordinal` reads.
+  [[nodiscard]] std::uint64_t index_key(const ScanCache::TierShape& shape, std::size_t ordinal, std::size_t dims) const {
+    const DomainId* row = shape.domains.data() + ordinal * shape.stride;
+    std::uint64_t key = 0x696e646578ULL;
+    for (std::size_t k = 0; k < dims; ++k) key = key * 0x9e3779b97f4a7c15ULL ^ state_.domain_version(row[1 + dims + k]);
+    return key;
+  }
+
+  /// `index_shortfall` through `cache` (may be null): answered from it while the versions of
+  /// the domains it reads are unchanged.
+  [[nodiscard]] std::optional<Shortfall> index_shortfall_cached(std::size_t tier_index, const Tier& tier, DomainId target,
+                                                                ScanCache* cache) const {
+    if (cache == nullptr) return index_shortfall(tier, target);
+    prepare_cache(*cache, tier_index, tier);
+    const ScanCache::TierShape& shape = tier_shape(*cache, tier_index, tier);
+    auto& entries = cache->tiers[tier_index];
+    const std::size_t ordinal = topology_.ordinal(target);
+    ScanCache::Entry& entry = entries[ordinal];
+    const std::uint64_t key = index_key(shape, ordinal, tier.dims.size());
+    if (!entry.index_valid || entry.index_key != key) {
+      entry.index_verdict = index_shortfall(tier, target);
+      entry.index_key = key;
+      entry.index_valid = true;
+    }
+    return entry.index_verdict;
+  }
+
+  /// Sizes `cache`'s entries for `tier` (one per target).
+  void prepare_cache(ScanCache& cache, std::size_t tier_index, const Tier& tier) const {
+    if (cache.tiers.size() <= tier_index) cache.tiers.resize(tier_index + 1);
+    auto& entries = cache.tiers[tier_index];
+    if (entries.size() != targets(tier).size()) entries.assign(targets(tier).size(), {});
+  }
+
+  /// `too_small` through `cache` (may be null): computed once per target.
+  [[nodiscard]] std::optional<Shortfall> too_small_cached(std::size_t tier_index, const Tier& tier, DomainId target,
+                                                          ScanCache* cache) const {
+    if (cache == nullptr) return too_small(tier, target);
+    return tier_shape(*cache, tier_index, tier).too_small[topology_.ordinal(target)];
+  }
+
   /// `scan_batch` through `cache` (may be null): targets whose read domains kept their
   /// versions are answered from it, the others scanned (as one batch) and stored. Results are
   /// emitted in target order either way, so a cached decision logs exactly what a cold one does.
@@ -559,16 +649,10 @@ class PreemptionContext {
       scan_batch(tier, targets, workspace, emit);
       return;
     }
-    if (cache->tiers.size() <= tier_index) cache->tiers.resize(tier_index + 1);
+    prepare_cache(*cache, tier_index, tier);
     auto& entries = cache->tiers[tier_index];
-    if (entries.size() != this->targets(tier).size()) entries.assign(this->targets(tier).size(), {});
-    const auto key_of = [&](DomainId target) {
-      std::uint64_t key = state_.domain_version(reach(tier, target));
-      for (const std::size_t dim : tier.dims) {
-        key = key * 0x9e3779b97f4a7c15ULL ^ state_.domain_version(aggregate_domain(target, dim));
-      }
-      return key;
-    };
+    const ScanCache::TierShape& shape = tier_shape(*cache, tier_index, tier);
+    const auto key_of = [&](DomainId target) { return scan_key(shape, topology_.ordinal(target), tier.dims.size()); };
     auto& stale = cache->stale_targets;
     auto& stale_keys = cache->stale_keys;
     stale.clear();
@@ -1119,7 +1203,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
     const auto keep = [&](DomainId target) {
       if (deadline.expired()) return false;  // the rest stays unscanned: nothing is proven
       ++statistics.domains_considered;
-      if (auto shortfall = context.too_small(tier, target)) {
+      if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
         ++statistics.domains_pruned;
         log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
         return false;
@@ -1177,7 +1261,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
                                                            : DomainId{};
       do {
         const DomainId target = unread[cursor++];
-        if (auto shortfall = context.index_shortfall(tier, target)) {
+        if (auto shortfall = context.index_shortfall_cached(tier_index, tier, target, cache)) {
           ++statistics.domains_pruned;
           log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
         } else {
