@@ -161,6 +161,11 @@ struct DomainProblem {
   std::vector<double> need;              ///< deficit per relaxation dimension (>= 0)
   std::vector<std::string> dimension_names;
   double lower_bound = 0.0;
+  /// Victims of an earlier domain, kept with their buffers so that reading the next domain
+  /// reuses them instead of allocating per victim (`build_problem`); not part of the problem.
+  std::vector<CandidateVictim> spare;
+  std::vector<std::int32_t> scratch_inside;   ///< `add_options`' scratch
+  std::vector<std::int32_t> scratch_dropped;  ///< `add_options`' scratch
 };
 
 /// What a per-domain search found.
@@ -772,16 +777,25 @@ class PreemptionContext {
       problem.need[k] = std::max(0.0, total_demand(tier, dims[k]) - free_in(state_, where, dims[k]));
     }
     const DomainId scope = reach(tier, target);
+    // Victims are built in recycled slots (their option and gain buffers kept): no allocation
+    // per victim once the buffers have grown.
+    for (auto& old : problem.victims) problem.spare.push_back(std::move(old));
+    problem.victims.clear();
     for_each_host(scope, [&](DomainId host) {
       state_.for_each_occupant(host, [&](const WorkloadView& view) {
         if (!eligible(view.workload)) return;
         for (const auto& seen : problem.victims) {
           if (seen.id == view.workload.id) return;  // a gang met on an earlier host
         }
-        CandidateVictim victim{view.workload.id, &view.workload, {}};
-        add_options(tier, target, dims, view, victim);
-        if (victim.options.empty()) return;
+        if (problem.spare.empty()) problem.spare.emplace_back();
+        CandidateVictim& victim = problem.spare.back();
+        victim.id = view.workload.id;
+        victim.workload = &view.workload;
+        victim.options_complete = true;
+        add_options(tier, target, dims, view, victim, problem);
+        if (victim.options.empty()) return;  // the slot stays spare
         problem.victims.push_back(std::move(victim));
+        problem.spare.pop_back();
       });
     });
     std::sort(problem.victims.begin(), problem.victims.end(),
@@ -899,13 +913,22 @@ class PreemptionContext {
     }
   }
 
+  /// Fills `victim.options` (reusing its buffers; emptied when nothing of the victim is in
+  /// reach of the target): eviction first, then the shrinks.
   void add_options(const Tier& tier, DomainId target, const std::vector<std::size_t>& dims,
-                   const WorkloadView& view, CandidateVictim& victim) const {
-    VictimOption evict;
-    evict.gain.assign(dims.size(), 0.0);
-    add_gain(tier, target, dims, view, 0, view.domains.size(), evict.gain);
+                   const WorkloadView& view, CandidateVictim& victim, DomainProblem& problem) const {
+    std::size_t used = 0;
+    const auto next_option = [&]() -> VictimOption& {
+      if (used == victim.options.size()) victim.options.emplace_back();
+      VictimOption& option = victim.options[used++];
+      option.gain.assign(dims.size(), 0.0);
+      option.dropped.clear();
+      option.cost = 0.0;
+      return option;
+    };
     const DomainId scope = reach(tier, target);
-    std::vector<std::int32_t> inside;  // replicas with an entry in the reach of the target
+    std::vector<std::int32_t>& inside = problem.scratch_inside;  // replicas with an entry in reach
+    inside.clear();
     for (std::size_t r = 0; r < view.replica_begin.size(); ++r) {
       const auto [first, last] = view.replica_entries(r);
       for (std::size_t e = first; e < last; ++e) {
@@ -915,31 +938,37 @@ class PreemptionContext {
         }
       }
     }
-    if (inside.empty()) return;  // nothing of it in reach: evicting it cannot help
-    evict.cost = price(view.workload, 0);
-    victim.options.push_back(std::move(evict));
+    if (inside.empty()) {  // nothing of it in reach: evicting it cannot help
+      victim.options.clear();
+      return;
+    }
+    {
+      VictimOption& evict = next_option();
+      add_gain(tier, target, dims, view, 0, view.domains.size(), evict.gain);
+      evict.cost = price(view.workload, 0);
+    }
     const auto shrinkable = std::min<std::int64_t>(
         {view.workload.shrinkable_replicas(), static_cast<std::int64_t>(inside.size()),
          static_cast<std::int64_t>(view.workload.replicas) - 1});  // dropping all = evicting
-    if (shrinkable <= 0) return;
     const auto add_shrink = [&](const std::vector<std::int32_t>& dropped) {
-      VictimOption shrink;
-      shrink.gain.assign(dims.size(), 0.0);
+      VictimOption& shrink = next_option();
       for (std::int32_t r : dropped) {
         const auto [first, last] = view.replica_entries(static_cast<std::size_t>(r));
         add_gain(tier, target, dims, view, first, last, shrink.gain);
       }
-      shrink.dropped = dropped;
+      shrink.dropped.assign(dropped.begin(), dropped.end());
       shrink.cost = price(view.workload, dropped.size());
-      victim.options.push_back(std::move(shrink));
     };
-    if (inside.size() <= max_enumerated_replicas) {
+    std::vector<std::int32_t>& dropped = problem.scratch_dropped;
+    if (shrinkable <= 0) {
+      // nothing to shrink
+    } else if (inside.size() <= max_enumerated_replicas) {
       // Which replicas go matters (they sit in different units): every subset, smallest first.
       const std::uint32_t subsets = 1U << inside.size();
       for (std::int64_t size = 1; size <= shrinkable; ++size) {
         for (std::uint32_t mask = 1; mask < subsets; ++mask) {
           if (std::popcount(mask) != size) continue;
-          std::vector<std::int32_t> dropped;
+          dropped.clear();
           for (std::size_t i = 0; i < inside.size(); ++i) {
             if ((mask >> i) & 1U) dropped.push_back(inside[i]);
           }
@@ -949,12 +978,14 @@ class PreemptionContext {
     } else {
       // Too many replicas to enumerate: drop the first ones in reach; exactness is lost.
       victim.options_complete = false;
-      std::vector<std::int32_t> dropped;
+      dropped.clear();
       for (std::int64_t size = 1; size <= shrinkable; ++size) {
         dropped.push_back(inside[static_cast<std::size_t>(size - 1)]);
         add_shrink(dropped);
       }
     }
+    // Options beyond `used` belong to an earlier victim of this slot.
+    victim.options.erase(victim.options.begin() + static_cast<std::ptrdiff_t>(used), victim.options.end());
   }
 
   [[nodiscard]] std::string describe_gain(const DomainProblem& problem, const VictimOption& option) const {
@@ -1328,7 +1359,13 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
         }
         best_cost = outcome.cost;
         best = std::move(outcome);
-        best_problem = problem;
+        // Swapped, not copied: `problem` is rebuilt before its next use, and takes over the
+        // old winner's buffers.
+        if (best_problem) {
+          std::swap(*best_problem, problem);
+        } else {
+          best_problem.emplace(std::move(problem));
+        }
       } else if (outcome.found) {
         log.searched({item.target, Rejection::Kind::costlier, {}, outcome.cost, best_cost, outcome.note});
       } else {
