@@ -1262,12 +1262,12 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
         context.scan_batch_cached(tier_index, tier, targets, workspace, cache, emit);
       });
     } else {
+      // The static capacity check waits until a domain is read: most are never read.
+      unread.reserve(context.targets(tier).size());
       for (DomainId target : context.targets(tier)) {
-        if (keep(target)) {
-          unread.push_back(target);
-        } else if (deadline.has_expired()) {
-          break;
-        }
+        if (deadline.expired()) break;  // the rest stays unscanned: nothing is proven
+        ++statistics.domains_considered;
+        unread.push_back(target);
       }
     }
     bool cut_short = false;  // the deadline left domains of this tier unscanned or unsearched
@@ -1292,7 +1292,10 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
                                                            : DomainId{};
       do {
         const DomainId target = unread[cursor++];
-        if (auto shortfall = context.index_shortfall_cached(tier_index, tier, target, cache)) {
+        if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
+          ++statistics.domains_pruned;
+          log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
+        } else if (auto shortfall = context.index_shortfall_cached(tier_index, tier, target, cache)) {
           ++statistics.domains_pruned;
           log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
         } else {
@@ -1322,8 +1325,14 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state, cons
           candidates.pop_back();
           ++listed;
         }
-        while (cursor < unread.size() && log.wants_more()) {
-          log.searched({unread[cursor++], Rejection::Kind::bound_unread, {}, floor, best_cost, {}});
+        for (std::size_t shown = 0; shown < max_listed_verdicts && cursor < unread.size() && log.wants_more();
+             ++shown) {
+          const DomainId target = unread[cursor++];
+          if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
+            log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
+          } else {
+            log.searched({target, Rejection::Kind::bound_unread, {}, floor, best_cost, {}});
+          }
           ++listed;
         }
         log.count_unlisted(live - listed);
