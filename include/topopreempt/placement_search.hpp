@@ -389,6 +389,31 @@ template <CapacityView View>
   return placement;
 }
 
+/// The levels of `gang_tiers(topology, demand, within)`, tightest first, without listing
+/// their domains.
+[[nodiscard]] inline std::vector<LevelIndex> gang_levels(const Topology& topology, const ResolvedDemand& demand,
+                                                         DomainId within) {
+  std::vector<LevelIndex> levels;
+  const auto tier_at = [&](LevelIndex level) {
+    if (topology.level(within) >= level) {
+      levels.push_back(topology.level(within));
+    } else if (!topology.domains_at(level, within).empty()) {
+      levels.push_back(level);
+    }
+  };
+  if (demand.gang_required) {
+    tier_at(*demand.gang_required);
+  } else if (demand.gang_preferred) {
+    const int loosest = topology.level(within);
+    for (int level = std::max<int>(*demand.gang_preferred, loosest); level >= loosest; --level) {
+      tier_at(static_cast<LevelIndex>(level));
+    }
+  } else {
+    tier_at(topology.level(within));
+  }
+  return levels;
+}
+
 /// Candidate gang domains for `demand` inside `within`, tightest tier first. Each inner vector
 /// is one tier (all domains of one level); a guaranteed gang scope yields one tier.
 [[nodiscard]] inline std::vector<std::pair<LevelIndex, std::vector<DomainId>>> gang_tiers(
@@ -434,6 +459,36 @@ namespace detail {
 
 }  // namespace detail
 
+namespace detail {
+
+/// Calls `visit(domain)` for every domain of `level` inside `within` (or `within` itself when
+/// it lies at or below `level`), in ascending id order, skipping whole subtrees with fewer
+/// than `idle_needed` idle devices: a domain there cannot hold a gang that needs that many
+/// whole devices, so a saturated cluster is dismissed at its root.
+template <CapacityView View, class Visit>
+void for_each_gang_candidate(const View& view, DomainId within, LevelIndex level, std::int64_t idle_needed,
+                             Visit&& visit) {
+  const Topology& topology = view.topology();
+  if (topology.level(within) >= level) {
+    visit(within);
+    return;
+  }
+  const auto descend = [&](const auto& self, DomainId domain) -> void {
+    if (idle_needed > 0 && view.idle_devices(domain) < idle_needed) return;
+    if (topology.level(domain) >= level) {
+      if (topology.level(domain) == level) visit(domain);
+      return;
+    }
+    const std::uint32_t end = topology.subtree_end(domain).value;  // children: pre-order ids
+    for (std::uint32_t child = domain.value + 1; child < end; child = topology.subtree_end(DomainId{child}).value) {
+      self(self, DomainId{child});
+    }
+  };
+  descend(descend, within);
+}
+
+}  // namespace detail
+
 /// Finds a placement of the whole workload inside `within` (default: the whole cluster) that
 /// honours every guaranteed scope and gets best-effort scopes as tight as it can (gang tier
 /// first, then per replica). Best fit among domains of the tightest feasible tier.
@@ -441,12 +496,13 @@ template <CapacityView View>
 [[nodiscard]] PlacementSearchResult find_placement(const View& view, const ResolvedDemand& demand,
                                                    DomainId within = Topology::root()) {
   const Topology& topology = view.topology();
-  for (const auto& [level, domains] : gang_tiers(topology, demand, within)) {
+  const std::int64_t idle_needed = static_cast<std::int64_t>(demand.replicas) * demand.whole_devices;
+  for (const LevelIndex level : gang_levels(topology, demand, within)) {
     DomainId best;
-    for (DomainId domain : domains) {
-      if (replicas_that_fit(view, demand, domain) < demand.replicas) continue;
+    detail::for_each_gang_candidate(view, within, level, idle_needed, [&](DomainId domain) {
+      if (replicas_that_fit(view, demand, domain) < demand.replicas) return;
       if (!best.valid() || view.idle_devices(domain) < view.idle_devices(best)) best = domain;
-    }
+    });
     if (!best.valid()) continue;
     if (auto placement = place_in(view, demand, best)) return detail::placement_search_result(topology, std::move(*placement));
   }
