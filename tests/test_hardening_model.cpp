@@ -119,7 +119,7 @@ TEST_CASE("issue 11 #5: find_placement keeps a single replica inside its guarant
 }
 
 namespace {
-using every_solver =
+using price_sum_checked_solvers =
     std::tuple<solvers::greedy_solver, solvers::knapsack_solver, solvers::branch_and_bound_solver,
                baselines::exhaustive_subsets_solver, baselines::kube_default_solver>;
 }  // namespace
@@ -153,7 +153,7 @@ TEST_CASE_TEMPLATE_DEFINE("issue 11 #2: prices whose sum overflows are rejected,
     CHECK(plan.cost == doctest::Approx(2e307));
   }
 }
-TEST_CASE_TEMPLATE_APPLY(price_sum_checked, every_solver);
+TEST_CASE_TEMPLATE_APPLY(price_sum_checked, price_sum_checked_solvers);
 
 TEST_CASE("issue 11 #3: amounts that wrap a signed sum are rejected by Allocation::add") {
   CHECK(sum_overflows(std::numeric_limits<Amount>::max(), 1));
