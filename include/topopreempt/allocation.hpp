@@ -245,17 +245,7 @@ class Allocation {
     const auto slot =
         static_cast<std::uint32_t>(appended ? records_.size() - 1 : free_slots_.back());
     try {
-      for (DomainId host : hosts) {
-        const std::size_t ordinal = host_ordinal(host);
-        occupants_[ordinal].reserve(occupants_[ordinal].size() + 1);
-        occupant_slots_[ordinal].reserve(occupant_slots_[ordinal].size() + 1);
-      }
-      reserve_holdings(record);
-      index_.reserve(index_.size() + 1);
-      // Last: reserve() only sizes the buckets, inserting still allocates the node (and may
-      // throw std::bad_alloc). Done after the record was live, it left a ghost record that
-      // for_each_workload visited but contains() denied.
-      index_.emplace(id.value, slot);
+      reserve_start(record, hosts, slot);
     } catch (...) {
       if (appended) records_.pop_back();
       throw;
@@ -345,16 +335,9 @@ class Allocation {
         last_evicted ? *last_evicted : (appended ? records_.size() - 1 : free_slots_.back()));
     try {
       free_slots_.reserve(free_slots_.size() + victims.size());
-      for (DomainId host : hosts) {
-        const std::size_t ordinal = host_ordinal(host);
-        occupants_[ordinal].reserve(occupants_[ordinal].size() + 1);
-        occupant_slots_[ordinal].reserve(occupant_slots_[ordinal].size() + 1);
-      }
       // Rows the victims empty keep their capacity, so reserving against today's rows covers
       // whatever the new workload (or a shrunk victim) inserts after them.
-      reserve_holdings(record);
-      index_.reserve(index_.size() + 1);
-      index_.emplace(id.value, slot);  // last: see add()
+      reserve_start(record, hosts, slot);
     } catch (...) {
       if (appended) records_.pop_back();
       throw;
@@ -479,6 +462,23 @@ class Allocation {
     }
     for (const std::uint32_t begin : record.replica_begin) fold(begin);
     return h;
+  }
+
+  /// Makes every allocation starting `record` (on `hosts`, in `slot`) needs, then maps its id
+  /// to `slot`. The caller undoes only its own slot on failure: nothing here is observable
+  /// until the id is mapped, and mapping it is the last step.
+  void reserve_start(const Record& record, const std::vector<DomainId>& hosts, std::uint32_t slot) {
+    for (DomainId host : hosts) {
+      const std::size_t ordinal = host_ordinal(host);
+      occupants_[ordinal].reserve(occupants_[ordinal].size() + 1);
+      occupant_slots_[ordinal].reserve(occupant_slots_[ordinal].size() + 1);
+    }
+    reserve_holdings(record);
+    index_.reserve(index_.size() + 1);
+    // Last: reserve() only sizes the buckets, inserting still allocates the node (and may
+    // throw std::bad_alloc). Done after the record was live, it left a ghost record that
+    // for_each_workload visited but contains() denied.
+    index_.emplace(record.workload.id.value, slot);
   }
 
   /// A victim of `preempt_and_start`, looked up and (for a shrink) rebuilt before any mutation.

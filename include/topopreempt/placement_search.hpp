@@ -419,23 +419,13 @@ template <CapacityView View>
 [[nodiscard]] inline std::vector<std::pair<LevelIndex, std::vector<DomainId>>> gang_tiers(
     const Topology& topology, const ResolvedDemand& demand, DomainId within) {
   std::vector<std::pair<LevelIndex, std::vector<DomainId>>> tiers;
-  const auto tier_at = [&](LevelIndex level) {
-    if (topology.level(within) >= level) {
-      tiers.push_back({topology.level(within), {within}});
+  for (const LevelIndex level : gang_levels(topology, demand, within)) {
+    if (level == topology.level(within)) {
+      tiers.push_back({level, {within}});
     } else {
       const auto domains = topology.domains_at(level, within);
-      if (!domains.empty()) tiers.push_back({level, {domains.begin(), domains.end()}});
+      tiers.push_back({level, {domains.begin(), domains.end()}});
     }
-  };
-  if (demand.gang_required) {
-    tier_at(*demand.gang_required);
-  } else if (demand.gang_preferred) {
-    const int loosest = topology.level(within);
-    for (int level = std::max<int>(*demand.gang_preferred, loosest); level >= loosest; --level) {
-      tier_at(static_cast<LevelIndex>(level));
-    }
-  } else {
-    tier_at(topology.level(within));
   }
   return tiers;
 }
