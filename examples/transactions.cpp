@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "topopreempt/topopreempt.hpp"
@@ -74,5 +75,26 @@ int main() {
     }
     if (cycle == 2 && queue.count(NominationStatus::kept) != 2) return EXIT_FAILURE;
   }
-  return landed && !conflict && conflict.moved.size() == 1 ? EXIT_SUCCESS : EXIT_FAILURE;
+
+  // --- A batch of your own: evict these and start that, all or nothing. ----------------------
+  // `commit` is built on it; call it directly for a plan made elsewhere. A batch that cannot
+  // land throws and changes nothing.
+  const Workload urgent = job(300, 40, 8);
+  const PreemptionPlan urgent_plan = solvers::greedy.solve(cluster, urgent, cost_model);
+  bool batch_ok = !urgent_plan.has_victims_plan();
+  if (urgent_plan.has_victims_plan()) {
+    std::vector<Allocation::VictimChange> batch;
+    for (const Victim& victim : urgent_plan.victims) {
+      batch.push_back({victim.id, victim.action == VictimAction::evict, victim.dropped_replicas});
+    }
+    try {
+      cluster.preempt_and_start({}, urgent, urgent_plan.placement);  // without its victims
+    } catch (const std::invalid_argument& error) {
+      std::cout << urgent.label() << " without evicting: refused (" << error.what() << ")\n";
+    }
+    cluster.preempt_and_start(batch, urgent, urgent_plan.placement);
+    batch_ok = cluster.contains(urgent.id);
+    std::cout << urgent.label() << " started after evicting " << batch.size() << " workload(s)\n";
+  }
+  return landed && !conflict && conflict.moved.size() == 1 && batch_ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }
