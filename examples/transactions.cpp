@@ -96,5 +96,6 @@ int main() {
     batch_ok = cluster.contains(urgent.id);
     std::cout << urgent.label() << " started after evicting " << batch.size() << " workload(s)\n";
   }
-  return landed && !conflict && conflict.moved.size() == 1 && batch_ok ? EXIT_SUCCESS : EXIT_FAILURE;
+  return landed && !conflict && conflict.moved.size() == 1 && batch_ok ? EXIT_SUCCESS
+                                                                       : EXIT_FAILURE;
 }
