@@ -143,11 +143,16 @@ TEST_SUITE("incremental_decider") {
     }
   }
 
-  TEST_CASE("a bad price met after changes is rejected as the cold solve rejects it") {
+  // A small generated cluster: 8 nodes, 4 per rack.
+  GeneratedCluster two_racks_of_four() {
     ClusterSpec spec;
     spec.nodes = 8;
     spec.nodes_per_rack = 4;
-    GeneratedCluster cluster = generate_cluster(spec);
+    return generate_cluster(spec);
+  }
+
+  TEST_CASE("a bad price met after changes is rejected as the cold solve rejects it") {
+    GeneratedCluster cluster = two_racks_of_four();
     const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
     // The lowest-priority preemptible workload: an eligible victim of the preemptor.
     std::vector<WorkloadId> eligible;
@@ -175,10 +180,7 @@ TEST_SUITE("incremental_decider") {
   }
 
   TEST_CASE("room freed on one host after a decision: the decider sees that the preemptor fits") {
-    ClusterSpec spec;
-    spec.nodes = 8;
-    spec.nodes_per_rack = 4;
-    GeneratedCluster cluster = generate_cluster(spec);
+    GeneratedCluster cluster = two_racks_of_four();
     const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
     const cost::victim_count model{};
     IncrementalDecider decider(solvers::greedy, model, preemptor);
