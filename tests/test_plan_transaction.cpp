@@ -192,6 +192,23 @@ TEST_CASE("commit rejects what cannot be committed, state unchanged") {
   }
 }
 
+TEST_CASE("a preemptor demanding nothing: its plan depends on no domain and commits") {
+  // Found by the snapshot fuzzer: such a plan places no entry and evicts nobody, so a solver
+  // records no dependencies for it, and commit used to refuse it as hand-made.
+  Allocation state = four_nodes();
+  Workload idle{
+      .id = WorkloadId{200}, .priority = 5, .replicas = 2, .demand = {.whole_devices = 0}};
+  const PreemptionPlan plan = solvers::greedy_solver{}.solve(state, idle, cost::victim_count{});
+  REQUIRE(plan.status == PlanStatus::no_preemption_needed);
+  CHECK(plan.victims.empty());
+  CHECK(plan.dependencies.empty());
+  REQUIRE(commit(state, plan, idle).committed);
+  CHECK(state.contains(idle.id));
+  // Running now: the same plan is refused as for any running preemptor.
+  CHECK_THROWS_WITH_AS(static_cast<void>(commit(state, plan, idle)),
+                       doctest::Contains("already running"), std::invalid_argument);
+}
+
 TEST_CASE("two planners on copies commit to one shared state: exactly the non-conflicting land") {
   Allocation shared = four_nodes();
   std::mutex shared_mutex;

@@ -83,7 +83,13 @@ inline void check_committable(const Allocation& state, const PreemptionPlan& pla
   if (state.contains(preemptor.id)) {
     throw std::invalid_argument(what + preemptor.label() + " is already running");
   }
-  if (plan.dependencies.empty()) {
+  // A plan that evicts nothing and places nothing (a preemptor demanding nothing) depends on no
+  // domain: it is valid on every state, so an empty list is what a solver records for it.
+  const bool holds_something =
+      !plan.victims.empty() ||
+      std::any_of(plan.placement.replicas.begin(), plan.placement.replicas.end(),
+                  [](const ReplicaPlacement& replica) { return !replica.entries.empty(); });
+  if (plan.dependencies.empty() && holds_something) {
     throw std::invalid_argument(what +
                                 "it records no dependencies, so its validity cannot be "
                                 "checked (was it made by a solver?)");
@@ -126,7 +132,8 @@ inline void apply(Allocation& state, const PreemptionPlan& plan, const Workload&
 ///
 /// Throws `std::invalid_argument`, state unchanged, when the plan cannot be committed at all:
 /// it is infeasible; it was made for another workload than `preemptor` (`plan.preemptor`);
-/// `preemptor` is already running; the plan records no dependencies; a dependency is not a
+/// `preemptor` is already running; the plan records no dependencies although it has victims or
+/// places something (a solver records them for every such plan); a dependency is not a
 /// domain of the topology; a victim may not be preempted by `preemptor` (priority, not
 /// preemptible); or the plan is inconsistent with the state it claims to be current on
 /// (`Allocation`'s own error for the failing remove, shrink or add).
