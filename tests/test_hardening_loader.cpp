@@ -305,6 +305,26 @@ TEST_SUITE("hardening_loader") {
     CHECK(mentions(outcome, "already exists"));
   }
 
+  TEST_CASE("a root named after a level name that is no domain name fails at the root") {
+    // Found by the snapshot fuzzer: the root took the name 'c/uster' unchecked, and the saved
+    // snapshot then failed to load again.
+    json topology = nested(2, 2);
+    topology["levels"][0] = "c/uster";
+    const Outcome outcome = load_json(snapshot_of(topology));
+    REQUIRE_FALSE(outcome.foreign);
+    REQUIRE_FALSE(outcome.loaded);
+    CHECK(outcome.path == "$.topology.root");
+    CHECK(mentions(outcome, "give the root a name"));
+    topology["root"]["name"] = "cluster";  // named explicitly, the same levels load
+    CHECK(load_json(snapshot_of(topology)).loaded);
+    CHECK_THROWS_WITH_AS(TopologyBuilder({"cluster", "node", "gpu"}, ResourceSchema::standard(),
+                                         "gpu", "node", "a/b"),
+                         doctest::Contains("root domain name 'a/b'"), std::invalid_argument);
+    CHECK_THROWS_AS(
+        TopologyBuilder({"cluster", "node", "gpu"}, ResourceSchema::standard(), "gpu", "node", ""),
+        std::invalid_argument);
+  }
+
   TEST_CASE("TopologyBuilder rejects duplicate siblings and keeps its state") {
     TopologyBuilder builder({"cluster", "node", "gpu"}, ResourceSchema::standard(), "gpu", "node");
     const auto a = builder.add(TopologyBuilder::root(), "node", "a");

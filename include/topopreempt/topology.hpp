@@ -294,7 +294,8 @@ class TopologyBuilder {
 
   /// Starts a topology with `levels` (root first), `schema`, the name of the device level
   /// (leaves) and of the host level (a replica never spans two hosts). The root domain is
-  /// created with `root_name`.
+  /// created with `root_name` (non-empty, no '/', like every domain name; else
+  /// `std::invalid_argument`).
   TopologyBuilder(std::vector<std::string> levels, ResourceSchema schema,
                   std::string_view device_level, std::string_view host_level,
                   std::string root_name = "root")
@@ -314,6 +315,10 @@ class TopologyBuilder {
     if (host_level_ >= device_level_) {
       throw std::invalid_argument("host level '" + std::string(host_level) +
                                   "' must lie above device level '" + std::string(device_level) + "'");
+    }
+    if (root_name.empty() || root_name.find('/') != std::string::npos) {
+      throw std::invalid_argument("root domain name '" + root_name +
+                                  "' must be non-empty and contain no '/'");
     }
     nodes_.push_back(PendingDomain{std::move(root_name), 0, none, schema_.zeros(), {}});
   }

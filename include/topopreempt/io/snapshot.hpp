@@ -509,7 +509,13 @@ inline void add_capacity(ResourceVector& total, const ResourceVector& amount, st
     }
   }
   if (is_root && !object.has("name")) {
+    // The root takes its level's name, which must then be a valid domain name too: a name with
+    // '/' would load here but be refused when the saved snapshot is loaded again.
     domain.name = context.levels.front();
+    if (domain.name.empty() || domain.name.find('/') != std::string::npos) {
+      fail(path, "the root has no 'name' and its level's name '" + domain.name +
+                     "' is not a valid domain name (non-empty, no '/'): give the root a name");
+    }
   } else {
     domain.name = read_string(object.required("name"), object.at("name"));
     if (domain.name.empty() || domain.name.find('/') != std::string::npos) {
