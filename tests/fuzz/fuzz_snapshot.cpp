@@ -2,7 +2,10 @@
 // libFuzzer target: snapshot text -> loader -> every solver (small limits) -> verifier.
 // Findings are: any sanitizer report, any exception other than `SnapshotError` from the loader,
 // a non-baseline plan that fails `verify_plan`, a baseline plan that fails it with its
-// topology-blindness allowed, and a save -> load round trip that changes the snapshot.
+// topology-blindness allowed, a save -> load round trip that changes the snapshot, a `commit`
+// that ends elsewhere than replaying the plan's remove / shrink / add on a copy (or changes the
+// state when it fails), and an `IncrementalDecider` whose plan or error differs from a cold
+// solve's, before and after changes to the state.
 // Built only by tests/fuzz/CMakeLists.txt (clang, -fsanitize=fuzzer,address,undefined).
 #include <chrono>
 #include <cstddef>
@@ -14,10 +17,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
+#include "topopreempt/incremental_decider.hpp"
 #include "topopreempt/io/snapshot.hpp"
+#include "topopreempt/plan_transaction.hpp"
 #include "topopreempt/plan_verifier.hpp"
 #include "topopreempt/preemption_solver.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
@@ -38,6 +45,127 @@ constexpr std::size_t max_solved_workloads = 64;
   std::abort();
 }
 
+/// Everything a query can see of a state (slot order of `for_each_workload`, versions, usage,
+/// the preemption index at the preemptor's priority): equal fingerprints, equal states.
+std::vector<std::string> fingerprint(const Allocation& state, std::int32_t priority) {
+  const Topology& topology = state.topology();
+  std::vector<std::string> lines;
+  state.for_each_workload([&](const Workload& w) {
+    lines.push_back(w.label() + " r" + std::to_string(w.replicas) + " " +
+                    state.placement(w.id).describe(topology));
+  });
+  for (std::uint32_t d = 0; d < topology.size(); ++d) {
+    const DomainId domain{d};
+    std::string line = std::to_string(d) + " v" + std::to_string(state.domain_version(domain)) +
+                       " " + topology.schema().format(state.used(domain)) + " idle " +
+                       std::to_string(state.idle_devices(domain));
+    if (topology.level(domain) <= topology.host_level()) {
+      line += " p" + std::to_string(state.preemptible_device_entries_below(domain, priority));
+      for (std::size_t dim = 0; dim < topology.schema().size(); ++dim) {
+        line += "," + std::to_string(state.preemptible_below(domain, priority, dim));
+      }
+    }
+    lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+/// `commit` in place must end exactly where replaying the plan on a copy ends, reject the same
+/// plan once it is stale, and leave the state untouched whenever it throws.
+void check_commit(const io::Snapshot& snapshot, const PreemptionPlan& plan,
+                  std::string_view solver) {
+  if (plan.status == PlanStatus::infeasible) return;
+  const Workload& preemptor = snapshot.preemptor;
+  const std::string who = std::string(solver) + " plan: ";
+  std::optional<std::vector<std::string>> replayed;
+  try {
+    Allocation copy = snapshot.state;
+    detail::transaction::apply(copy, plan, preemptor);
+    replayed = fingerprint(copy, preemptor.priority);
+  } catch (const std::exception&) {
+  }
+  Allocation state = snapshot.state;
+  const std::vector<std::string> before = fingerprint(state, preemptor.priority);
+  CommitResult result;
+  try {
+    result = commit(state, plan, preemptor);
+  } catch (const std::exception& error) {
+    if (fingerprint(state, preemptor.priority) != before) {
+      finding(who + "a commit that threw changed the state: " + error.what());
+    }
+    if (replayed) finding(who + "commit threw where the replay succeeded: " + error.what());
+    return;
+  }
+  if (!result.committed) finding(who + "a plan made on this very state did not commit");
+  if (!replayed) finding(who + "commit succeeded where the replay failed");
+  const std::vector<std::string> after = fingerprint(state, preemptor.priority);
+  if (after != *replayed) finding(who + "commit in place ended elsewhere than the replay");
+  // The preemptor now runs where the plan said: the plan is stale, and applying it again must
+  // change nothing, whether it is refused as moved or rejected by a check.
+  try {
+    if (commit(state, plan, preemptor).committed && !plan.dependencies.empty()) {
+      finding(who + "a stale plan committed a second time");
+    }
+  } catch (const std::exception&) {
+  }
+  if (!plan.dependencies.empty() && fingerprint(state, preemptor.priority) != after) {
+    finding(who + "a refused second commit changed the state");
+  }
+}
+
+/// The solver's plan or error message on `state` (errors compare by message).
+template <class Solver, class Model>
+std::pair<std::optional<PreemptionPlan>, std::string> outcome(const Solver& solver,
+                                                              const Allocation& state,
+                                                              const Workload& preemptor,
+                                                              const Model& model) {
+  try {
+    return {solver.solve(state, preemptor, model), {}};
+  } catch (const std::exception& error) {
+    return {std::nullopt, error.what()};
+  }
+}
+
+/// An `IncrementalDecider` must answer as a cold solve does: on the snapshot, after a workload
+/// leaves, after it comes back, and after the preemptor's plan is committed.
+template <class Solver, class Model>
+void check_decider(const Solver& solver, const io::Snapshot& snapshot, const Model& model) {
+  IncrementalDecider decider(solver, model, snapshot.preemptor);
+  Allocation state = snapshot.state;
+  const auto compare = [&](const char* when) {
+    std::pair<std::optional<PreemptionPlan>, std::string> warm;
+    try {
+      warm = {decider.decide(state), {}};
+    } catch (const std::exception& error) {
+      warm = {std::nullopt, error.what()};
+    }
+    auto cold = outcome(solver, state, snapshot.preemptor, model);
+    if (warm != cold) {
+      finding(std::string(Solver::name) + ": the incremental decider differs from a cold solve " +
+              when + (warm.first ? "" : " (decider threw: " + warm.second + ")") +
+              (cold.first ? "" : " (cold threw: " + cold.second + ")"));
+    }
+    return cold.first;
+  };
+  const std::optional<PreemptionPlan> first = compare("on the snapshot");
+  const std::vector<WorkloadId> ids = state.workload_ids();
+  if (!ids.empty()) {
+    const WorkloadId leaving = ids[ids.size() / 2];
+    const Workload kept = state.workload(leaving);
+    const Placement where = state.placement(leaving);
+    state.remove(leaving);
+    (void)compare("after a workload left");
+    state.add(kept, where);
+    (void)compare("after it came back");
+  }
+  if (first && first->status != PlanStatus::infeasible) {
+    try {
+      if (commit(state, *first, snapshot.preemptor).committed) (void)compare("after a commit");
+    } catch (const std::exception&) {
+    }
+  }
+}
+
 template <class Solver, class Model>
 void check_solver(const Solver& solver, const io::Snapshot& snapshot, const Model& model) {
   PreemptionPlan plan;
@@ -55,6 +183,7 @@ void check_solver(const Solver& solver, const io::Snapshot& snapshot, const Mode
     for (const auto& violation : verdict.violations) text += "\n  " + violation;
     finding(text);
   }
+  if constexpr (!is_baseline_v<Solver>) check_commit(snapshot, plan, Solver::name);
 }
 
 void round_trip(const io::Snapshot& snapshot) {
@@ -95,10 +224,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   io::visit_cost_model(spec, snapshot.state, [&](const auto& model) {
     check_solver(solvers::greedy, snapshot, model);
     check_solver(solvers::knapsack, snapshot, model);
-    check_solver(solvers::branch_and_bound_solver{}
-                     .node_limit(20'000)
-                     .time_limit(std::chrono::milliseconds(200)),
+    check_solver(solvers::branch_and_bound_solver{}.node_limit(20'000).time_limit(
+                     std::chrono::milliseconds(200)),
                  snapshot, model);
+    // Deterministic limits only: a time limit could end the warm and the cold search apart.
+    check_decider(solvers::greedy, snapshot, model);
+    check_decider(solvers::knapsack, snapshot, model);
+    check_decider(solvers::branch_and_bound_solver{}.node_limit(20'000), snapshot, model);
     check_solver(baselines::kube_default, snapshot, model);
     check_solver(baselines::exhaustive_subsets.max_victims_per_domain(10).time_limit(
                      std::chrono::milliseconds(200)),
