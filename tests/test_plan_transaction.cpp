@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "state_fingerprint.hpp"
 #include "support.hpp"
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
@@ -285,34 +286,9 @@ TEST_CASE("two planners on copies commit to one shared state: exactly the non-co
 namespace topopreempt {
 namespace {
 
-/// Everything observable about a state, slot order of `for_each_workload` included: equal
-/// fingerprints mean two states answer every query alike.
+/// The transaction tests' fingerprint: the index at a spread of priorities.
 std::vector<std::string> observable(const Allocation& state) {
-  const Topology& topology = state.topology();
-  std::vector<std::string> lines;
-  state.for_each_workload([&](const Workload& w) {
-    lines.push_back(w.label() + " r" + std::to_string(w.replicas) + " " +
-                    state.placement(w.id).describe(topology));
-  });
-  for (std::uint32_t d = 0; d < topology.size(); ++d) {
-    const DomainId domain{d};
-    std::string line = std::to_string(d) + " v" + std::to_string(state.domain_version(domain)) +
-                       " " + topology.schema().format(state.used(domain)) + " idle " +
-                       std::to_string(state.idle_devices(domain));
-    if (topology.level(domain) <= topology.host_level()) {
-      for (const std::int32_t priority : {1, 100, 500, 1000}) {
-        line += " p" + std::to_string(state.preemptible_device_entries_below(domain, priority));
-        for (std::size_t dim = 0; dim < topology.schema().size(); ++dim) {
-          line += "," + std::to_string(state.preemptible_below(domain, priority, dim));
-        }
-      }
-    }
-    if (topology.level(domain) == topology.host_level()) {
-      for (const WorkloadId id : state.occupants(domain)) line += " o" + std::to_string(id.value);
-    }
-    lines.push_back(std::move(line));
-  }
-  return lines;
+  return test::state_fingerprint(state, {1, 100, 500, 1000});
 }
 
 TEST_CASE("commit in place ends exactly where replaying remove / shrink / add on a copy ends") {

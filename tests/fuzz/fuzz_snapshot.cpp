@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "../state_fingerprint.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
 #include "topopreempt/incremental_decider.hpp"
@@ -45,29 +46,9 @@ constexpr std::size_t max_solved_workloads = 64;
   std::abort();
 }
 
-/// Everything a query can see of a state (slot order of `for_each_workload`, versions, usage,
-/// the preemption index at the preemptor's priority): equal fingerprints, equal states.
+/// Equal fingerprints, equal states (the index read at the preemptor's priority).
 std::vector<std::string> fingerprint(const Allocation& state, std::int32_t priority) {
-  const Topology& topology = state.topology();
-  std::vector<std::string> lines;
-  state.for_each_workload([&](const Workload& w) {
-    lines.push_back(w.label() + " r" + std::to_string(w.replicas) + " " +
-                    state.placement(w.id).describe(topology));
-  });
-  for (std::uint32_t d = 0; d < topology.size(); ++d) {
-    const DomainId domain{d};
-    std::string line = std::to_string(d) + " v" + std::to_string(state.domain_version(domain)) +
-                       " " + topology.schema().format(state.used(domain)) + " idle " +
-                       std::to_string(state.idle_devices(domain));
-    if (topology.level(domain) <= topology.host_level()) {
-      line += " p" + std::to_string(state.preemptible_device_entries_below(domain, priority));
-      for (std::size_t dim = 0; dim < topology.schema().size(); ++dim) {
-        line += "," + std::to_string(state.preemptible_below(domain, priority, dim));
-      }
-    }
-    lines.push_back(std::move(line));
-  }
-  return lines;
+  return test::state_fingerprint(state, {priority});
 }
 
 /// `commit` in place must end exactly where replaying the plan on a copy ends, reject the same
