@@ -278,6 +278,12 @@ class Topology {
   std::vector<std::uint32_t> host_affinity_;  // per domain; meaningful at host level only
 };
 
+/// Whether `name` can name a domain: non-empty and without '/' (the separator of domain paths,
+/// so that every path names at most one domain).
+[[nodiscard]] inline bool is_valid_domain_name(std::string_view name) noexcept {
+  return !name.empty() && name.find('/') == std::string_view::npos;
+}
+
 /// Builds a `Topology` domain by domain. Domains may be added in any order under any existing
 /// parent; `build()` renumbers them in depth-first pre-order (children keep insertion order).
 ///
@@ -316,7 +322,7 @@ class TopologyBuilder {
       throw std::invalid_argument("host level '" + std::string(host_level) +
                                   "' must lie above device level '" + std::string(device_level) + "'");
     }
-    if (root_name.empty() || root_name.find('/') != std::string::npos) {
+    if (!is_valid_domain_name(root_name)) {
       throw std::invalid_argument("root domain name '" + root_name +
                                   "' must be non-empty and contain no '/'");
     }
@@ -349,7 +355,7 @@ class TopologyBuilder {
       throw std::invalid_argument("domain " + label + " must be deeper than its parent '" +
                                   parent_domain.name + "' (" + levels_[parent_domain.level] + ")");
     }
-    if (name.empty() || name.find('/') != std::string::npos) {
+    if (!is_valid_domain_name(name)) {
       throw std::invalid_argument("domain name " + label + " must be non-empty and contain no '/'");
     }
     // Hashed by (parent, name): adding n siblings costs O(n), not O(n^2) name comparisons.

@@ -508,19 +508,15 @@ inline void add_capacity(ResourceVector& total, const ResourceVector& amount, st
                                    context.levels[*parent_level] + "'");
     }
   }
-  if (is_root && !object.has("name")) {
-    // The root takes its level's name, which must then be a valid domain name too: a name with
-    // '/' would load here but be refused when the saved snapshot is loaded again.
-    domain.name = context.levels.front();
-    if (domain.name.empty() || domain.name.find('/') != std::string::npos) {
-      fail(path, "the root has no 'name' and its level's name '" + domain.name +
-                     "' is not a valid domain name (non-empty, no '/'): give the root a name");
-    }
-  } else {
-    domain.name = read_string(object.required("name"), object.at("name"));
-    if (domain.name.empty() || domain.name.find('/') != std::string::npos) {
-      fail(object.at("name"), "a domain name must be non-empty and contain no '/'");
-    }
+  // An unnamed root takes its level's name, which is checked as any name: a name with '/' would
+  // load here but be refused when the saved snapshot is loaded again.
+  const bool named = !is_root || object.has("name");
+  domain.name =
+      named ? read_string(object.required("name"), object.at("name")) : context.levels.front();
+  if (!is_valid_domain_name(domain.name)) {
+    if (named) fail(object.at("name"), "a domain name must be non-empty and contain no '/'");
+    fail(path, "the root has no 'name' and its level's name '" + domain.name +
+                   "' is not a valid domain name (non-empty, no '/'): give the root a name");
   }
   if (const json* repeat = object.optional("count")) {
     domain.count = read_integer(*repeat, object.at("count"), 1, max_repeat);
@@ -839,7 +835,7 @@ inline void add_parsed(TopologyBuilder& builder, TopologyBuilder::Handle parent,
       }
     }
     std::string name = read_string(*fields[0].first, fields[0].second);
-    if (name.empty() || name.find('/') != std::string::npos) {
+    if (!is_valid_domain_name(name)) {
       fail(fields[0].second, "a node name must be non-empty and contain no '/'");
     }
     if (!names.insert(name).second) fail(fields[0].second, "node '" + name + "' is listed twice");
