@@ -29,9 +29,9 @@ namespace topopreempt {
 /// domains where the preemptor did not fit without preemption. Every call still visits each
 /// candidate domain to compare versions, and redoes the searches, so a call after k changes
 /// costs O(candidate domains) cheap steps plus the reads of the changed domains and hosts and
-/// the searches, instead of reading every domain and pricing every workload. Results are reused across states of one topology: a state
-/// on another topology resets the cache. Versions are content digests, so decisions on copies
-/// of a state reuse each other's results correctly.
+/// the searches, instead of reading every domain and pricing every workload. Results are reused
+/// across states of one topology: a state on another topology resets the cache. Versions are
+/// content digests, so decisions on copies of a state reuse each other's results correctly.
 ///
 /// `Solver` is `solvers::greedy_solver`, `solvers::knapsack_solver` or
 /// `solvers::branch_and_bound_solver` (anything with a `solve(state, preemptor, model,

@@ -85,11 +85,12 @@ inline void check_committable(const Allocation& state, const PreemptionPlan& pla
   }
   // A plan that evicts nothing and places nothing (a preemptor demanding nothing) depends on no
   // domain: it is valid on every state, so an empty list is what a solver records for it.
-  const bool holds_something =
-      !plan.victims.empty() ||
-      std::any_of(plan.placement.replicas.begin(), plan.placement.replicas.end(),
-                  [](const ReplicaPlacement& replica) { return !replica.entries.empty(); });
-  if (plan.dependencies.empty() && holds_something) {
+  const auto holds_something = [&plan] {
+    return !plan.victims.empty() ||
+           std::any_of(plan.placement.replicas.begin(), plan.placement.replicas.end(),
+                       [](const ReplicaPlacement& replica) { return !replica.entries.empty(); });
+  };
+  if (plan.dependencies.empty() && holds_something()) {
     throw std::invalid_argument(what +
                                 "it records no dependencies, so its validity cannot be "
                                 "checked (was it made by a solver?)");
