@@ -81,27 +81,22 @@ void check_commit(const io::Snapshot& snapshot, const PreemptionPlan& plan,
   if (!replayed) finding(who + "commit succeeded where the replay failed");
   const std::vector<std::string> after = fingerprint(state, preemptor.priority);
   if (after != *replayed) finding(who + "commit in place ended elsewhere than the replay");
-  // The preemptor now runs where the plan said: the plan is stale, and applying it again must
-  // change nothing, whether it is refused as moved or rejected by a check.
+  // The preemptor now runs where the plan said: applying the plan again must be refused and
+  // change nothing.
   try {
-    if (commit(state, plan, preemptor).committed && !plan.dependencies.empty()) {
-      finding(who + "a stale plan committed a second time");
-    }
+    if (commit(state, plan, preemptor).committed) finding(who + "a plan committed a second time");
   } catch (const std::exception&) {
   }
-  if (!plan.dependencies.empty() && fingerprint(state, preemptor.priority) != after) {
+  if (fingerprint(state, preemptor.priority) != after) {
     finding(who + "a refused second commit changed the state");
   }
 }
 
-/// The solver's plan or error message on `state` (errors compare by message).
-template <class Solver, class Model>
-std::pair<std::optional<PreemptionPlan>, std::string> outcome(const Solver& solver,
-                                                              const Allocation& state,
-                                                              const Workload& preemptor,
-                                                              const Model& model) {
+/// What `decide` returned: the plan, or the error message (errors compare by message).
+template <class Decide>
+std::pair<std::optional<PreemptionPlan>, std::string> outcome(Decide&& decide) {
   try {
-    return {solver.solve(state, preemptor, model), {}};
+    return {decide(), {}};
   } catch (const std::exception& error) {
     return {std::nullopt, error.what()};
   }
@@ -114,13 +109,8 @@ void check_decider(const Solver& solver, const io::Snapshot& snapshot, const Mod
   IncrementalDecider decider(solver, model, snapshot.preemptor);
   Allocation state = snapshot.state;
   const auto compare = [&](const char* when) {
-    std::pair<std::optional<PreemptionPlan>, std::string> warm;
-    try {
-      warm = {decider.decide(state), {}};
-    } catch (const std::exception& error) {
-      warm = {std::nullopt, error.what()};
-    }
-    auto cold = outcome(solver, state, snapshot.preemptor, model);
+    const auto warm = outcome([&] { return decider.decide(state); });
+    auto cold = outcome([&] { return solver.solve(state, snapshot.preemptor, model); });
     if (warm != cold) {
       finding(std::string(Solver::name) + ": the incremental decider differs from a cold solve " +
               when + (warm.first ? "" : " (decider threw: " + warm.second + ")") +
