@@ -85,6 +85,8 @@ class TopopreemptConan(ConanFile):
         destination = os.path.join(self.export_sources_folder, "src")
         copy(self, "LICENSE", checkout, destination)
         copy(self, "*.hpp", os.path.join(checkout, "include"), os.path.join(destination, "include"))
+        copy(self, "*.hpp", os.path.join(checkout, "compat", "include"),
+             os.path.join(destination, "compat", "include"))
 
     def layout(self):
         basic_layout(self, src_folder="src")
@@ -123,6 +125,10 @@ class TopopreemptConan(ConanFile):
     def package(self):
         copy(self, "LICENSE", self.source_folder, os.path.join(self.package_folder, "licenses"))
         copy(self, "*.hpp", os.path.join(self.source_folder, "include"),
+             os.path.join(self.package_folder, "include"))
+        # The 0.4 include paths as deprecated forwarding headers (0.5 series only), merged into
+        # the same include directory, as the CMake install does.
+        copy(self, "*.hpp", os.path.join(self.source_folder, "compat", "include"),
              os.path.join(self.package_folder, "include"))
 
     def package_info(self):

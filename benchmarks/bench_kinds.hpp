@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "topopreempt/cluster_generator.hpp"
-#include "topopreempt/cost_model.hpp"
+#include "topopreempt/model/cluster_generator.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
 
 namespace topopreempt_bench {
 

@@ -21,7 +21,7 @@
 #endif
 
 #include "scan_floors.hpp"
-#include "topopreempt/cluster_generator.hpp"
+#include "topopreempt/model/cluster_generator.hpp"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/topology.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/model/topology.hpp"
 
 namespace {
 

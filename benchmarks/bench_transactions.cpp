@@ -19,10 +19,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "topopreempt/cluster_generator.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/plan_transaction.hpp"
-#include "topopreempt/preemptor_queue.hpp"
+#include "topopreempt/model/cluster_generator.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/plan/transaction.hpp"
+#include "topopreempt/plan/preemptor_queue.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 
 namespace {

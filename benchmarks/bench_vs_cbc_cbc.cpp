@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "bench_timing.hpp"
-#include "topopreempt/cluster_generator.hpp"
-#include "topopreempt/cost_model.hpp"
+#include "topopreempt/model/cluster_generator.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"

@@ -13,7 +13,7 @@
 ///   range test, as any per-host screen must.
 #include <cstdint>
 
-#include "topopreempt/allocation.hpp"
+#include "topopreempt/model/allocation.hpp"
 
 namespace topopreempt_bench {
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/plan_verifier.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 
 using namespace topopreempt;

@@ -2,12 +2,12 @@
 // A scheduler cycle with IncrementalDecider: decide for one pending preemptor, let the cluster
 // change a little, decide again. The second decision re-reads only the domains whose version
 // changed, and its plan is the one a cold solve gives (docs/speed.md).
-#include "topopreempt/incremental_decider.hpp"
+#include "topopreempt/plan/incremental_decider.hpp"
 
 #include <cstdlib>
 #include <iostream>
 
-#include "topopreempt/cluster_generator.hpp"
+#include "topopreempt/model/cluster_generator.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 
 int main() {

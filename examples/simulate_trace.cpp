@@ -8,9 +8,9 @@
 #include <string>
 
 #include "topopreempt/baselines/kube_default.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/sim.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/sim/sim.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 
 using namespace topopreempt;

@@ -17,8 +17,8 @@
 
 #include "common.hpp"
 #include "openb.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/sim.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/sim/sim.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 
 using namespace topopreempt;

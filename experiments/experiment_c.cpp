@@ -2,12 +2,12 @@
 // Experiment C. Two parts (see EXPERIMENTS.md):
 // C1, Aryl (arXiv 2202.07896): an inference cluster with a diurnal load next to a training
 //   cluster. Idle inference servers are loaned to training and reclaimed by
-//   `aryl::reclaim_servers` when the inference load returns; elastic training jobs grow into
-//   spare GPUs by `aryl::scale_elastic_jobs`. Runs without either, with each, and with both, on
+//   `capacity::reclaim_servers` when the inference load returns; elastic training jobs grow into
+//   spare GPUs by `capacity::scale_elastic_jobs`. Runs without either, with each, and with both, on
 //   the simulator's periodic controller (`sim::ClusterControl`); reports training queuing
 //   time, JCT and cluster GPU usage beside Aryl's 1.53x / 1.50x / +26.9%.
 // C2, Compass (arXiv 2402.17652): inference tasks over models of Zipf popularity on GPU
-//   workers whose memory caches models; cache-aware placement (`compass::place_task`) against
+//   workers whose memory caches models; cache-aware placement (`model_cache::place_task`) against
 //   cache-blind least-loaded and random placement; reports cache hit rate, model load time and
 //   task latency.
 #include <algorithm>
@@ -27,12 +27,13 @@
 #include <vector>
 
 #include "common.hpp"
-#include "topopreempt/aryl.hpp"
-#include "topopreempt/compass.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/sim.hpp"
+#include "topopreempt/capacity/elastic_scaling.hpp"
+#include "topopreempt/capacity/loaning.hpp"
+#include "topopreempt/model_cache/model_cache.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/sim/sim.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 
 using namespace topopreempt;
@@ -219,8 +220,8 @@ class LoanController {
         loaned.push_back(hosts_[i]);
         position[hosts_[i]] = i;
       }
-      const aryl::ReclaimPlan plan =
-          aryl::reclaim_servers(control.state(), loaned, needed - serving);
+      const capacity::ReclaimPlan plan =
+          capacity::reclaim_servers(control.state(), loaned, needed - serving);
       ++stats_.reclaim_plans;
       if (plan.status != PlanStatus::feasible) {
         ++stats_.reclaim_failures;
@@ -234,7 +235,7 @@ class LoanController {
             ++stats_.reclaim_evictions;
           }
         }
-        for (const aryl::ReclaimStep& step : plan.steps) {
+        for (const capacity::ReclaimStep& step : plan.steps) {
           ++stats_.servers_reclaimed;
           if (!step.victims.empty()) ++stats_.busy_servers_reclaimed;
           hold(control, position.at(step.host), Role::serving);
@@ -254,7 +255,7 @@ class LoanController {
   /// linear work rate); jobs are then shrunk or grown to the chosen sizes.
   void scale(sim::ClusterControl& control) {
     const std::vector<sim::JobStatus> running = control.running();
-    std::vector<aryl::ElasticJobOption> options;
+    std::vector<capacity::ElasticJobOption> options;
     std::vector<std::int32_t> floors;
     std::vector<std::int32_t> current;
     double held_extra = 0.0;
@@ -267,7 +268,7 @@ class LoanController {
       for (std::int32_t r = floor; r <= most; ++r) throughput.push_back(r);
       options.push_back(
           {job.id, "", static_cast<std::int64_t>(job.gpus_per_replica),
-           aryl::jct_reductions(job.remaining_work_s * job.trace_replicas, throughput)});
+           capacity::jct_reductions(job.remaining_work_s * job.trace_replicas, throughput)});
       floors.push_back(floor);
       current.push_back(job.replicas);
     }
@@ -278,9 +279,9 @@ class LoanController {
     const auto idle = static_cast<double>(control.state().idle_devices(Topology::root()));
     const auto budget =
         static_cast<std::int64_t>(std::max(0.0, std::floor(idle + held_extra - waiting_gpus)));
-    const aryl::ScalingPlan plan = aryl::scale_elastic_jobs(options, budget);
+    const capacity::ScalingPlan plan = capacity::scale_elastic_jobs(options, budget);
     ++stats_.scaling_plans;
-    if (plan.status != aryl::ScalingStatus::optimal) {
+    if (plan.status != capacity::ScalingStatus::optimal) {
       ++stats_.scaling_too_large;
       return;
     }
@@ -512,7 +513,7 @@ struct CacheSetting {
 
 struct CacheTask {
   double arrival = 0.0;
-  compass::Task task;
+  model_cache::Task task;
 };
 
 /// Models: sizes of common fp16 checkpoints that fit a 24 GiB GPU (1-14 GiB, drawn per model);
@@ -522,7 +523,7 @@ struct CacheTask {
 std::vector<CacheTask> make_cache_workload(const CacheSetting& s) {
   sim::Random random(s.seed * 104729 + 3);
   const std::vector<Amount> sizes{1024, 2048, 3072, 4608, 6144, 8192, 10240, 13824};
-  std::vector<compass::ModelRef> models;
+  std::vector<model_cache::ModelRef> models;
   for (int m = 0; m < s.models; ++m) {
     models.push_back(
         {"model-" + std::to_string(m), sizes[sim::uniform_below(random, sizes.size())]});
@@ -534,7 +535,7 @@ std::vector<CacheTask> make_cache_workload(const CacheSetting& s) {
     total += 1.0 / std::pow(static_cast<double>(k), s.zipf_s);
     cumulative.push_back(total);
   }
-  const auto draw = [&]() -> const compass::ModelRef& {
+  const auto draw = [&]() -> const model_cache::ModelRef& {
     const double u = sim::uniform01(random) * total;
     const auto it = std::upper_bound(cumulative.begin(), cumulative.end(), u);
     return models[static_cast<std::size_t>(
@@ -547,11 +548,11 @@ std::vector<CacheTask> make_cache_workload(const CacheSetting& s) {
   double t = 0.0;
   for (std::size_t i = 0; i < s.tasks; ++i) {
     t += sim::exponential(random, 1.0 / rate);
-    compass::Task task;
+    model_cache::Task task;
     task.name = "t" + std::to_string(i);
     task.models.push_back(draw());
     if (sim::uniform_below(random, 5) == 0) {
-      const compass::ModelRef& second = draw();
+      const model_cache::ModelRef& second = draw();
       if (second.id != task.models.front().id &&
           second.size_mib + task.models.front().size_mib <= 24576) {
         task.models.push_back(second);
@@ -583,7 +584,7 @@ enum class CachePolicy : std::uint8_t { cache_aware, least_loaded, random };
 CacheRow run_cache(CachePolicy policy, std::string name, const std::vector<CacheTask>& tasks,
                    const std::shared_ptr<const Topology>& topology,
                    const experiments::Flags& flags) {
-  compass::ModelCacheState cache(topology);
+  model_cache::ModelCacheState cache(topology);
   const auto workers = cache.workers();
   sim::Random random(flags.seed);
   CacheRow row{std::move(name), 0, 0, 0.0, 0.0, {}};
@@ -594,7 +595,7 @@ CacheRow run_cache(CachePolicy policy, std::string name, const std::vector<Cache
     DomainId worker;
     switch (policy) {
       case CachePolicy::cache_aware:
-        worker = compass::place_task(cache, item.task, workers, item.arrival);
+        worker = model_cache::place_task(cache, item.task, workers, item.arrival);
         break;
       case CachePolicy::least_loaded: {  // earliest ready, blind to the cache (ties: lowest id)
         worker = workers.front();
@@ -607,7 +608,7 @@ CacheRow run_cache(CachePolicy policy, std::string name, const std::vector<Cache
         worker = workers[sim::uniform_below(random, workers.size())];
         break;
     }
-    for (const compass::ModelRef& model : item.task.models) {
+    for (const model_cache::ModelRef& model : item.task.models) {
       ++row.references;
       if (cache.is_cached(worker, model.id)) {
         ++row.hits;
@@ -615,7 +616,7 @@ CacheRow run_cache(CachePolicy policy, std::string name, const std::vector<Cache
         row.load_seconds += cache.load_time(model.size_mib);
       }
     }
-    const double start = compass::dispatch(cache, item.task, worker, item.arrival);
+    const double start = model_cache::dispatch(cache, item.task, worker, item.arrival);
     const double latency = start + item.task.duration_s - item.arrival;
     row.latency_sum += latency;
     row.latencies.push_back(latency);

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "common.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/topology.hpp"
-#include "topopreempt/workload.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
 
 namespace experiments {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/topology.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/topology.hpp"
 
 namespace topopreempt::test {
 

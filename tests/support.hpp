@@ -14,11 +14,11 @@
 #include <utility>
 
 #include "data_dir.hpp"
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/topology.hpp"
-#include "topopreempt/workload.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
 
 namespace topopreempt::test {
 

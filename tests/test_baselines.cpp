@@ -13,13 +13,13 @@
 #include <string_view>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
+#include "topopreempt/model/allocation.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/preemption_solver.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/solvers/preemption_solver.hpp"
 #include "support.hpp"
 
 using namespace topopreempt;

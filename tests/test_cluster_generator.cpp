@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "topopreempt/cluster_generator.hpp"
+#include "topopreempt/model/cluster_generator.hpp"
 
 using namespace topopreempt;
 

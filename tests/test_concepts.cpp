@@ -8,12 +8,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
+#include "topopreempt/model/allocation.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
-#include "topopreempt/capacity_view.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/preemption_solver.hpp"
+#include "topopreempt/model/capacity_view.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/solvers/preemption_solver.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "support.hpp"
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/machine_shapes.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
 #include "transaction_support.hpp"
 
 namespace topopreempt {

@@ -8,8 +8,8 @@
 #include <random>
 
 #include "support.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/plan_verifier.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "topopreempt/io/snapshot.hpp"
-#include "topopreempt/topology.hpp"
+#include "topopreempt/model/topology.hpp"
 
 using namespace topopreempt;
 using nlohmann::json;

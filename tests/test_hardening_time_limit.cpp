@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "topopreempt/cluster_generator.hpp"
-#include "topopreempt/detail/preemption_context.hpp"
-#include "topopreempt/plan_verifier.hpp"
+#include "topopreempt/model/cluster_generator.hpp"
+#include "topopreempt/solvers/detail/preemption_context.hpp"
+#include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 
 using namespace topopreempt;

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "topopreempt/cluster_generator.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/incremental_decider.hpp"
+#include "topopreempt/model/cluster_generator.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/plan/incremental_decider.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
+#include "topopreempt/model/allocation.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/topology.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/model/topology.hpp"
 
 using namespace topopreempt;
 

@@ -14,7 +14,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
-#include <topopreempt/detail/min_cost_covering.hpp>
+#include <topopreempt/solvers/detail/min_cost_covering.hpp>
 #include <type_traits>
 #include <vector>
 

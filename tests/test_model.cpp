@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "support.hpp"
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/placement_search.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/model/placement_search.hpp"
 
 using namespace topopreempt;
 using namespace topopreempt::test;

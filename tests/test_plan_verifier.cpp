@@ -9,11 +9,11 @@
 #include <utility>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/plan_verifier.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/plan/verifier.hpp"
 #include "support.hpp"
 
 using namespace topopreempt;

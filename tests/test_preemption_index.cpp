@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "support.hpp"
-#include "topopreempt/cluster_generator.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/detail/preemption_context.hpp"
-#include "topopreempt/plan_verifier.hpp"
+#include "topopreempt/model/cluster_generator.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/solvers/detail/preemption_context.hpp"
+#include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "support.hpp"
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/plan_transaction.hpp"
-#include "topopreempt/plan_verifier.hpp"
-#include "topopreempt/preemptor_queue.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/plan/transaction.hpp"
+#include "topopreempt/plan/verifier.hpp"
+#include "topopreempt/plan/preemptor_queue.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"

@@ -10,8 +10,8 @@
 
 #include "support.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/plan_verifier.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 
 using namespace topopreempt;

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "support.hpp"
-#include "topopreempt/aryl.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/sim.hpp"
+#include "topopreempt/capacity/loaning.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/sim/sim.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 
 namespace {
@@ -182,7 +182,7 @@ TEST_SUITE("simulator controller") {
       const Topology& topo = control.state().topology();
       const auto hosts = topo.domains_at(topo.host_level());
       const std::vector<DomainId> loaned(hosts.begin(), hosts.end());
-      const aryl::ReclaimPlan plan = aryl::reclaim_servers(control.state(), loaned, 1);
+      const capacity::ReclaimPlan plan = capacity::reclaim_servers(control.state(), loaned, 1);
       REQUIRE(plan.status == PlanStatus::feasible);
       for (const Victim& victim : plan.victims) {
         if (victim.action == VictimAction::shrink) {

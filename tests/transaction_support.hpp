@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "support.hpp"
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/workload.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/model/workload.hpp"
 
 namespace topopreempt::test {
 

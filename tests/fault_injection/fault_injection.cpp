@@ -24,11 +24,11 @@
 #include <string>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/plan_transaction.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/plan/transaction.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 
 // --- Injection: the k-th operator new after arming throws

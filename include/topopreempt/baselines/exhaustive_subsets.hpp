@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-/// @file baselines/exhaustive_subsets.hpp
+/// @file exhaustive_subsets.hpp
 /// `exhaustive_subsets`: the victim search of topology-aware preemption (Zhang, Su, Yang, Chen,
 /// arXiv 2411.11560, built on the Goedel scheduler): per node, every k-subset of the node's
 /// lower-priority workloads for k = 1, 2, ..., keeping each subset after which the preemptor
@@ -21,16 +21,16 @@
 #include <utility>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
+#include "topopreempt/model/allocation.hpp"
 #include "topopreempt/baselines/detail/common.hpp"
-#include "topopreempt/capacity_view.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/detail/plan_dependencies.hpp"
-#include "topopreempt/placement.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/preemption_plan.hpp"
-#include "topopreempt/topology.hpp"
-#include "topopreempt/workload.hpp"
+#include "topopreempt/model/capacity_view.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/plan/detail/dependencies.hpp"
+#include "topopreempt/model/placement.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
 
 namespace topopreempt::baselines {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-/// @file baselines/kube_default.hpp
+/// @file kube_default.hpp
 /// `kube_default`: Kubernetes' DefaultPreemption (pkg/scheduler/framework/plugins/
 /// defaultpreemption and framework/preemption) as a baseline solver. Its node fit check is a
 /// node-level aggregate that ignores NUMA, socket and NVLink structure; the point of keeping it
@@ -20,16 +20,16 @@
 #include <utility>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
+#include "topopreempt/model/allocation.hpp"
 #include "topopreempt/baselines/detail/common.hpp"
-#include "topopreempt/capacity_view.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/detail/plan_dependencies.hpp"
-#include "topopreempt/placement.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/preemption_plan.hpp"
-#include "topopreempt/topology.hpp"
-#include "topopreempt/workload.hpp"
+#include "topopreempt/model/capacity_view.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/plan/detail/dependencies.hpp"
+#include "topopreempt/model/placement.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
 
 namespace topopreempt::baselines {
 

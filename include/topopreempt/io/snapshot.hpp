@@ -36,15 +36,15 @@
 #include <variant>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/machine_shapes.hpp"
-#include "topopreempt/placement.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/preemption_plan.hpp"
-#include "topopreempt/resources.hpp"
-#include "topopreempt/topology.hpp"
-#include "topopreempt/workload.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
+#include "topopreempt/model/placement.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
+#include "topopreempt/model/resources.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
 
 namespace topopreempt::io {
 

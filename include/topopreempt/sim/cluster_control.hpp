@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-/// @file sim/cluster_control.hpp
+/// @file cluster_control.hpp
 /// `ClusterControl`: what a periodic cluster-level controller may do during a simulation
 /// (`SimulationOptions::controller`). Scheduling a queue is per job; some policies act on the
 /// cluster as a whole at regular intervals: loaning idle servers of one cluster to another and
@@ -13,9 +13,9 @@
 #include <span>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/placement.hpp"
-#include "topopreempt/workload.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/placement.hpp"
+#include "topopreempt/model/workload.hpp"
 
 namespace topopreempt::sim {
 

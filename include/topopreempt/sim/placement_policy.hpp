@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-/// @file sim/placement_policy.hpp
+/// @file placement_policy.hpp
 /// `PlacementPolicy`: where the simulator starts a job that fits without preemption. The default
 /// is the library's own `find_placement`; `best_fit_placement` is FGD's BestFit (node choice as
 /// in hkust-adsl/kubernetes-scheduler-simulator) and `random_placement` its Random baseline, so
@@ -13,11 +13,11 @@
 #include <string_view>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/placement.hpp"
-#include "topopreempt/placement_search.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/placement.hpp"
+#include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/sim/random.hpp"
-#include "topopreempt/workload.hpp"
+#include "topopreempt/model/workload.hpp"
 
 namespace topopreempt::sim {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-/// @file sim/random.hpp
+/// @file random.hpp
 /// Portable random draws for the simulator and trace generators. The standard library's
 /// distributions (`std::uniform_real_distribution`, ...) are implementation-defined, so the same
 /// seed would give different traces with libstdc++ and libc++; these are written out by hand on

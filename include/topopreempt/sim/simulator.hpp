@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-/// @file sim/simulator.hpp
+/// @file simulator.hpp
 /// A discrete-event cluster simulator: replays a `Trace` on a topology, starts jobs with a
 /// `PlacementPolicy`, and when a job that may preempt does not fit, asks any `PreemptionSolver`
 /// (with any `CostModel`) for a plan, carries it out (victims evicted, or shrunk when elastic,
@@ -28,11 +28,11 @@
 #include <utility>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/plan_verifier.hpp"
-#include "topopreempt/preemption_plan.hpp"
-#include "topopreempt/preemption_solver.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/plan/verifier.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
+#include "topopreempt/solvers/preemption_solver.hpp"
 #include "topopreempt/sim/cluster_control.hpp"
 #include "topopreempt/sim/placement_policy.hpp"
 #include "topopreempt/sim/random.hpp"

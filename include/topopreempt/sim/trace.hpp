@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-/// @file sim/trace.hpp
+/// @file trace.hpp
 /// What the simulator replays: jobs with an arrival time, an amount of work, and what an eviction
 /// costs them (checkpoint interval, restart delay). Plus a CSV loader for users' own traces.
 
@@ -14,9 +14,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "topopreempt/resources.hpp"
-#include "topopreempt/topology.hpp"
-#include "topopreempt/workload.hpp"
+#include "topopreempt/model/resources.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
 
 namespace topopreempt::sim {
 

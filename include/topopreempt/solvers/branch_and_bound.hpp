@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-/// @file solvers/branch_and_bound.hpp
+/// @file branch_and_bound.hpp
 /// Exact victim selection over the whole problem (multi-dimensional demand, placement
 /// feasibility down to devices and pools, gangs, elastic shrink) by depth-first
 /// branch-and-bound, with fractional covering bounds, a greedy incumbent, and pruning of whole
@@ -15,12 +15,12 @@
 #include <string_view>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/detail/preemption_context.hpp"
-#include "topopreempt/detail/device_emptying_bound.hpp"
-#include "topopreempt/detail/unit_slot_bound.hpp"
-#include "topopreempt/preemption_plan.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/solvers/detail/preemption_context.hpp"
+#include "topopreempt/solvers/detail/device_emptying_bound.hpp"
+#include "topopreempt/solvers/detail/unit_slot_bound.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 
 namespace topopreempt::solvers {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-/// @file solvers/greedy.hpp
+/// @file greedy.hpp
 /// Greedy victim selection: per candidate domain, add victims by cost per useful freed
 /// resource until the preemptor fits, then drop the ones no longer needed; the cheapest domain
 /// wins. Fast; no optimality claim (plans are `feasible`).
@@ -12,11 +12,11 @@
 #include <string_view>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/detail/preemption_context.hpp"
-#include "topopreempt/detail/unit_slot_bound.hpp"
-#include "topopreempt/preemption_plan.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/solvers/detail/preemption_context.hpp"
+#include "topopreempt/solvers/detail/unit_slot_bound.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
 
 namespace topopreempt::solvers {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-/// @file solvers/knapsack.hpp
+/// @file knapsack.hpp
 /// Exact per-domain victim selection by dynamic programming over the binding resources
 /// (multiple-choice min-cost covering), under stated preconditions that it checks and reports.
 
@@ -9,11 +9,11 @@
 #include <string_view>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/detail/min_cost_covering.hpp"
-#include "topopreempt/detail/preemption_context.hpp"
-#include "topopreempt/preemption_plan.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/solvers/detail/min_cost_covering.hpp"
+#include "topopreempt/solvers/detail/preemption_context.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 
 namespace topopreempt::solvers {

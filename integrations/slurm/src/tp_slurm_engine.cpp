@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/cost_model.hpp"
-#include "topopreempt/plan_verifier.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
-#include "topopreempt/topology.hpp"
+#include "topopreempt/model/topology.hpp"
 #include "tp_slurm_bridge.h"
 
 namespace tp = topopreempt;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-/// @file baselines/detail/common.hpp
+/// @file common.hpp
 /// Plan-filling helpers shared by the baseline solvers. Not part of the public API.
 
 #include <algorithm>
@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "topopreempt/allocation.hpp"
-#include "topopreempt/placement_search.hpp"
-#include "topopreempt/preemption_plan.hpp"
-#include "topopreempt/topology.hpp"
-#include "topopreempt/workload.hpp"
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
 
 namespace topopreempt::baselines::detail {
 

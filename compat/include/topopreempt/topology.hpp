@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file topology.hpp
+/// Deprecated forwarding header, kept for the 0.5 series only: include topopreempt/model/topology.hpp.
+/// Define TOPOPREEMPT_NO_DEPRECATED_HEADER_MESSAGES to silence the message.
+
+#ifndef TOPOPREEMPT_NO_DEPRECATED_HEADER_MESSAGES
+#pragma message("topopreempt/topology.hpp is deprecated and goes in 0.6: include topopreempt/model/topology.hpp")
+#endif
+
+#include "topopreempt/model/topology.hpp"

@@ -1,0 +1,886 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file allocation.hpp
+/// The cluster state: which workload holds which resources of which domain.
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/model/placement.hpp"
+#include "topopreempt/model/resources.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
+
+namespace topopreempt {
+
+/// Read-only, non-owning view of one running workload and its placement entries, valid until
+/// the next mutation of the state. Lets hot loops read footprints without copying them.
+struct WorkloadView {
+  const Workload& workload;
+  std::span<const DomainId> domains;  ///< one per placement entry
+  const Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic>& amounts;  ///< dims x entries
+  std::span<const std::uint32_t> replica_begin;  ///< first entry of each replica
+
+  /// Entry range [first, last) of replica `r`.
+  [[nodiscard]] std::pair<std::size_t, std::size_t> replica_entries(std::size_t r) const {
+    return {replica_begin[r], r + 1 < replica_begin.size() ? replica_begin[r + 1] : domains.size()};
+  }
+  /// Amount of entry `e` in dimension `dim`.
+  [[nodiscard]] Amount amount(std::size_t e, std::size_t dim) const {
+    return amounts(static_cast<Eigen::Index>(dim), static_cast<Eigen::Index>(e));
+  }
+};
+
+/// The cluster state over one `Topology`.
+///
+/// Aggregates (used amount and idle device count of every domain) are maintained
+/// incrementally: `add`, `remove` and `shrink` cost O(depth x footprint). Every mutating call
+/// validates first and changes nothing when it throws (strong guarantee); errors name the
+/// workload, replica and domain at fault.
+///
+/// `add` also checks that the placement honours the workload's *guaranteed* requirements: a
+/// running workload whose guarantee is broken would make every later decision wrong.
+///
+/// Thread-safety: const members may be called concurrently (solvers only read the state);
+/// mutation needs exclusive access. Copies share the immutable topology.
+class Allocation {
+ public:
+  /// An empty cluster over `topology`.
+  explicit Allocation(std::shared_ptr<const Topology> topology)
+      : topology_(std::move(topology)) {
+    if (!topology_) throw std::invalid_argument("Allocation needs a topology");
+    const auto n = topology_->size();
+    used_ = Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic>::Zero(
+        static_cast<Eigen::Index>(topology_->schema().size()), static_cast<Eigen::Index>(n));
+    idle_devices_.resize(n);
+    for (std::size_t d = 0; d < n; ++d) {
+      idle_devices_[d] = topology_->device_count(DomainId{static_cast<std::uint32_t>(d)});
+    }
+    occupancy_.assign(n, 0);
+    versions_.assign(n, 0);
+    // The index covers the host level and above (a few percent of the domains: devices,
+    // NUMA nodes and sockets would multiply its size); slot = level offset + ordinal.
+    holding_level_offset_.assign(static_cast<std::size_t>(topology_->host_level()) + 2, 0);
+    for (LevelIndex level = 0; level <= topology_->host_level(); ++level) {
+      holding_level_offset_[level + 1U] = holding_level_offset_[level] + topology_->domains_at(level).size();
+    }
+    holdings_.resize(holding_level_offset_.back());
+    occupants_.resize(topology_->domains_at(topology_->host_level()).size());
+    occupant_slots_.resize(occupants_.size());
+  }
+
+  /// The topology.
+  [[nodiscard]] const Topology& topology() const noexcept { return *topology_; }
+  /// Shared handle to the topology.
+  [[nodiscard]] const std::shared_ptr<const Topology>& topology_ptr() const noexcept {
+    return topology_;
+  }
+
+  /// Version of domain `d`: changes whenever anything inside its subtree changes (a workload
+  /// placed on it or below it is added, removed or shrunk), and only then. Throws
+  /// `std::out_of_range` naming `d` when it is not in the topology.
+  ///
+  /// A version is a 64-bit digest of the subtree's change history (every change is folded in
+  /// with the changed workload's content), not a counter, so versions compare across copies:
+  /// two copies of one state that then apply different changes to a domain end with different
+  /// versions of it (barring a 2^-64 collision), and copies that apply the same changes end
+  /// with the same versions. Undoing a change gives a new version, never the old one.
+  [[nodiscard]] std::uint64_t domain_version(DomainId d) const {
+    return versions_[static_cast<std::size_t>(column(d))];
+  }
+
+  /// The preemption index: what preemptible workloads of priority strictly below `priority`
+  /// hold in dimension `dim` of d's subtree. With `free(d, dim)` it tells a solver, without
+  /// reading any occupant, whether evicting every eligible victim could free enough of `dim`.
+  /// Exact for domains at or above the host level; below it (sockets, NUMA nodes, devices are
+  /// not indexed, which keeps the index a few percent of the state) the answer for the
+  /// enclosing host, an upper bound. Cost: O(distinct priorities held there). Throws
+  /// `std::out_of_range` for an unknown `d`.
+  [[nodiscard]] Amount preemptible_below(DomainId d, std::int32_t priority, std::size_t dim) const {
+    return holdings_sum(d, priority, holding_amounts + dim);
+  }
+  /// The preemption index: placement entries on devices (whole devices or shares) of
+  /// preemptible workloads of priority strictly below `priority` in d's subtree; an upper
+  /// bound on the devices their eviction can empty. Exact at and above the host level, the
+  /// enclosing host's count below it (an upper bound). Same cost as `preemptible_below`.
+  [[nodiscard]] std::int64_t preemptible_device_entries_below(DomainId d, std::int32_t priority) const {
+    return holdings_sum(d, priority, holding_devices);
+  }
+  /// Bytes of the preemption index alone (part of `memory_bytes`).
+  [[nodiscard]] std::size_t index_memory_bytes() const noexcept {
+    std::size_t bytes = holdings_.capacity() * sizeof(std::vector<Amount>) +
+                        holding_level_offset_.capacity() * sizeof(std::size_t);
+    for (const auto& rows : holdings_) bytes += rows.capacity() * sizeof(Amount);
+    return bytes;
+  }
+
+  /// Number of running workloads.
+  [[nodiscard]] std::size_t size() const noexcept { return index_.size(); }
+  /// Whether `id` is running.
+  [[nodiscard]] bool contains(WorkloadId id) const noexcept { return index_.contains(id.value); }
+  /// The running workload `id`; throws `std::out_of_range` naming it when unknown.
+  [[nodiscard]] const Workload& workload(WorkloadId id) const { return records_[slot_of(id)].workload; }
+  /// Where `id` runs.
+  [[nodiscard]] Placement placement(WorkloadId id) const {
+    const Record& record = records_[slot_of(id)];
+    Placement result;
+    result.replicas.resize(record.replica_begin.size());
+    for (std::size_t r = 0; r < record.replica_begin.size(); ++r) {
+      for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
+        result.replicas[r].entries.push_back(
+            {record.domains[e], record.amounts.col(static_cast<Eigen::Index>(e))});
+      }
+    }
+    return result;
+  }
+  /// Ids of all running workloads in ascending order (deterministic).
+  [[nodiscard]] std::vector<WorkloadId> workload_ids() const {
+    std::vector<WorkloadId> ids;
+    ids.reserve(index_.size());
+    for (const auto& [id, slot] : index_) ids.push_back(WorkloadId{id});
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+  /// Calls `visit(const Workload&)` for every running workload (slot order; cheap scan).
+  template <class Visitor>
+  void for_each_workload(Visitor&& visit) const {
+    for (const Record& record : records_) {
+      if (record.live) visit(record.workload);
+    }
+  }
+
+  /// Amount of dimension `dim` used in d's subtree.
+  [[nodiscard]] Amount used(DomainId d, std::size_t dim) const {
+    return used_(static_cast<Eigen::Index>(dim), column(d));
+  }
+  /// Used amounts of d's subtree.
+  [[nodiscard]] ResourceVector used(DomainId d) const { return used_.col(column(d)); }
+  /// Free amount of dimension `dim` in d's subtree.
+  [[nodiscard]] Amount free(DomainId d, std::size_t dim) const {
+    const Eigen::Index c = column(d);
+    const auto i = static_cast<Eigen::Index>(dim);
+    return topology_->capacities()(i, c) - used_(i, c);
+  }
+  /// Free amounts of d's subtree.
+  [[nodiscard]] ResourceVector free(DomainId d) const {
+    const Eigen::Index c = column(d);
+    return topology_->capacities().col(c) - used_.col(c);
+  }
+  /// Devices in d's subtree that nobody uses at all.
+  [[nodiscard]] std::int64_t idle_devices(DomainId d) const { return idle_devices_[column(d)]; }
+  /// Number of placement entries on device d (0 = idle).
+  [[nodiscard]] std::int64_t device_occupancy(DomainId d) const { return occupancy_[column(d)]; }
+  /// Ids of the workloads holding anything on host-level domain `host` (unordered).
+  [[nodiscard]] std::span<const WorkloadId> occupants(DomainId host) const {
+    return occupants_[host_ordinal(host)];
+  }
+  /// Non-owning view of running workload `id` (throws `std::out_of_range` when unknown).
+  [[nodiscard]] WorkloadView view(WorkloadId id) const {
+    const Record& record = records_[slot_of(id)];
+    return {record.workload, record.domains, record.amounts, record.replica_begin};
+  }
+  /// Calls `visit(WorkloadView)` for each workload on host-level domain `host`, in ascending id
+  /// order (deterministic whatever the add/remove history).
+  template <class Visitor>
+  void for_each_occupant(DomainId host, Visitor&& visit) const {
+    const std::size_t ordinal = host_ordinal(host);
+    const auto& ids = occupants_[ordinal];
+    const auto& slots = occupant_slots_[ordinal];
+    // Occupant lists are tiny (a handful per node): sorting a stack copy is cheap and keeps
+    // the visit order independent of the add/remove history.
+    constexpr std::size_t small = 64;
+    std::array<std::pair<WorkloadId, std::uint32_t>, small> buffer;  // filled below
+    std::vector<std::pair<WorkloadId, std::uint32_t>> heap;
+    std::span<std::pair<WorkloadId, std::uint32_t>> order;
+    if (ids.size() <= small) {
+      order = std::span(buffer.data(), ids.size());
+    } else {
+      heap.resize(ids.size());
+      order = heap;
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) order[i] = {ids[i], slots[i]};
+    std::sort(order.begin(), order.end());
+    for (const auto& [id, slot] : order) {
+      const Record& record = records_[slot];
+      visit(WorkloadView{record.workload, record.domains, record.amounts, record.replica_begin});
+    }
+  }
+
+  /// Like `for_each_occupant` but in storage order (no sort): for scans whose result does not
+  /// depend on the order (sums of integers, sets).
+  template <class Visitor>
+  void for_each_occupant_unordered(DomainId host, Visitor&& visit) const {
+    const std::size_t ordinal = host_ordinal(host);
+    for (std::uint32_t slot : occupant_slots_[ordinal]) {
+      const Record& record = records_[slot];
+      visit(WorkloadView{record.workload, record.domains, record.amounts, record.replica_begin});
+    }
+  }
+
+  /// Starts `workload` at `placement`. Throws `std::invalid_argument` (state unchanged) on an
+  /// invalid workload, a duplicate id, a replica count that differs from the placement, an
+  /// entry on an unknown domain, a negative or misplaced amount, a replica whose entries do
+  /// not add up to its demand, a broken guaranteed requirement, or over-capacity.
+  void add(Workload workload, const Placement& placement) {
+    check_addable(workload, placement);
+    // Everything that can throw (allocation included) happens before the first observable
+    // mutation; the spare record slot appended for it is dropped again if anything throws.
+    Record record = new_record(std::move(workload), placement);
+    const WorkloadId id = record.workload.id;
+    const std::vector<DomainId> hosts = hosts_of(record);
+    const bool appended = free_slots_.empty();
+    if (appended) records_.emplace_back();
+    const auto slot =
+        static_cast<std::uint32_t>(appended ? records_.size() - 1 : free_slots_.back());
+    try {
+      reserve_start(record, hosts, slot);
+    } catch (...) {
+      if (appended) records_.pop_back();
+      throw;
+    }
+    // No-throw from here on.
+    if (!appended) free_slots_.pop_back();
+    records_[slot] = std::move(record);
+    apply(records_[slot], 0, records_[slot].domains.size(), +1);
+    for (DomainId host : hosts) {
+      occupants_[host_ordinal(host)].push_back(id);
+      occupant_slots_[host_ordinal(host)].push_back(slot);
+    }
+  }
+
+  /// Stops workload `id`, freeing everything it holds. Throws `std::out_of_range` naming it
+  /// when unknown.
+  void remove(WorkloadId id) {
+    const std::uint32_t slot = slot_of(id);
+    Record& record = records_[slot];
+    const std::vector<DomainId> hosts = hosts_of(record);
+    free_slots_.reserve(free_slots_.size() + 1);
+    apply(record, 0, record.domains.size(), -1);
+    for (DomainId host : hosts) erase_occupant(host, id);
+    record = Record{};
+    index_.erase(id.value);
+    free_slots_.push_back(slot);
+  }
+
+  /// Shrinks elastic workload `id` by dropping the replicas with the given indices (indices
+  /// into its current replica list; the survivors keep their order and are renumbered).
+  /// Throws (state unchanged) if `id` is unknown or not elastic, an index is out of range or
+  /// repeated, or the survivors would fall below `min_replicas`.
+  void shrink(WorkloadId id, std::span<const std::int32_t> replicas_to_drop) {
+    const std::uint32_t slot = slot_of(id);
+    Record& record = records_[slot];
+    std::vector<bool> dropped;
+    Record kept = shrunk_record(record, replicas_to_drop, dropped);
+    const std::vector<DomainId> hosts_after = hosts_of(kept);
+    const std::vector<DomainId> hosts_before = hosts_of(record);
+    // No-throw from here on.
+    apply(record, 0, record.domains.size(), -1);
+    apply(kept, 0, kept.domains.size(), +1);
+    for (DomainId host : hosts_before) {
+      if (!std::binary_search(hosts_after.begin(), hosts_after.end(), host)) {
+        erase_occupant(host, id);
+      }
+    }
+    record = std::move(kept);
+  }
+
+  /// Amounts a pending batch releases on domains' own pools or devices.
+  using Released = std::vector<std::pair<DomainId, ResourceVector>>;
+
+  /// One victim of `preempt_and_start`: evicted whole, or shrunk by dropping `dropped`
+  /// (replica indices, as `shrink` takes them).
+  struct VictimChange {
+    WorkloadId id;
+    bool evict = true;
+    std::span<const std::int32_t> dropped;
+  };
+
+  /// Evicts or shrinks every victim in `victims` (in that order) and then starts `workload` at
+  /// `placement`, as one change: it ends exactly as `remove` / `shrink` / `add` called in that
+  /// order would (same versions too), or, if anything throws, the state is unchanged (strong
+  /// guarantee, `std::bad_alloc` included). Everything that can throw (lookups, validation,
+  /// `add`'s checks against the state after the victims left, every allocation) happens before
+  /// the first mutation, so the cost is O(what changes), not a copy of the state. Throws what
+  /// the sequence would throw: `std::out_of_range` for a victim that is not running (or is
+  /// named twice), `std::invalid_argument` for a bad shrink or an invalid start.
+  void preempt_and_start(std::span<const VictimChange> victims, Workload workload, const Placement& placement) {
+    Released released;
+    std::vector<PreparedVictim> prepared = prepare_victims(victims, released);
+    check_addable(workload, placement, released);
+    Record record = new_record(std::move(workload), placement);
+    const WorkloadId id = record.workload.id;
+    const std::vector<DomainId> hosts = hosts_of(record);
+    // The slot `add` would take after the removals: the last evicted victim's (remove pushes
+    // freed slots, add pops the last), else a free one, else a new one. Slot order is the
+    // order `for_each_workload` visits, so it must match the sequence's.
+    std::optional<std::uint32_t> last_evicted;
+    for (std::size_t v = 0; v < victims.size(); ++v) {
+      if (victims[v].evict) last_evicted = prepared[v].slot;
+    }
+    const bool appended = !last_evicted && free_slots_.empty();
+    if (appended) records_.emplace_back();
+    const auto slot = static_cast<std::uint32_t>(
+        last_evicted ? *last_evicted : (appended ? records_.size() - 1 : free_slots_.back()));
+    try {
+      free_slots_.reserve(free_slots_.size() + victims.size());
+      // Rows the victims empty keep their capacity, so reserving against today's rows covers
+      // whatever the new workload (or a shrunk victim) inserts after them.
+      reserve_start(record, hosts, slot);
+    } catch (...) {
+      if (appended) records_.pop_back();
+      throw;
+    }
+    // No-throw from here on: the same steps as remove / shrink / add, in order.
+    if (!appended && !last_evicted) free_slots_.pop_back();
+    for (std::size_t v = 0; v < victims.size(); ++v) {
+      PreparedVictim& victim = prepared[v];
+      Record& old = records_[victim.slot];
+      if (victims[v].evict) {
+        apply(old, 0, old.domains.size(), -1);
+        for (DomainId host : victim.hosts_before) erase_occupant(host, victims[v].id);
+        old = Record{};
+        index_.erase(victims[v].id.value);
+        if (victim.slot != slot) free_slots_.push_back(victim.slot);  // the new record's: taken
+      } else {
+        apply(old, 0, old.domains.size(), -1);
+        apply(victim.kept, 0, victim.kept.domains.size(), +1);
+        for (DomainId host : victim.hosts_before) {
+          if (!std::binary_search(victim.hosts_after.begin(), victim.hosts_after.end(), host)) {
+            erase_occupant(host, victims[v].id);
+          }
+        }
+        old = std::move(victim.kept);
+      }
+    }
+    records_[slot] = std::move(record);
+    apply(records_[slot], 0, records_[slot].domains.size(), +1);
+    for (DomainId host : hosts) {
+      occupants_[host_ordinal(host)].push_back(id);
+      occupant_slots_[host_ordinal(host)].push_back(slot);
+    }
+  }
+
+  /// Throws what `preempt_and_start(victims, workload, placement)` would throw (allocation
+  /// failures aside) and changes nothing: a dry run, O(what the batch touches).
+  void check_preempt_and_start(std::span<const VictimChange> victims, const Workload& workload,
+                               const Placement& placement) const {
+    Released released;
+    (void)prepare_victims(victims, released);
+    check_addable(workload, placement, released);
+  }
+
+  /// Bytes held by the state, excluding the shared topology.
+  [[nodiscard]] std::size_t memory_bytes() const noexcept {
+    std::size_t bytes = sizeof(*this) + static_cast<std::size_t>(used_.size()) * sizeof(Amount) +
+                        idle_devices_.capacity() * sizeof(std::uint32_t) +
+                        occupancy_.capacity() * sizeof(std::uint32_t) +
+                        versions_.capacity() * sizeof(std::uint64_t) + index_memory_bytes() +
+                        records_.capacity() * sizeof(Record) +
+                        free_slots_.capacity() * sizeof(std::uint32_t) +
+                        index_.bucket_count() * sizeof(void*) +
+                        index_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 2 * sizeof(void*));
+    for (const Record& record : records_) {
+      bytes += record.domains.capacity() * sizeof(DomainId) +
+               static_cast<std::size_t>(record.amounts.size()) * sizeof(Amount) +
+               record.replica_begin.capacity() * sizeof(std::uint32_t) +
+               record.workload.name.capacity() + record.workload.cost.model_id.capacity() +
+               static_cast<std::size_t>(record.workload.demand.resources.size()) * sizeof(Amount);
+    }
+    for (const auto& list : occupants_) {
+      bytes += sizeof(std::vector<WorkloadId>) + list.capacity() * sizeof(WorkloadId);
+    }
+    for (const auto& list : occupant_slots_) {
+      bytes += sizeof(std::vector<std::uint32_t>) + list.capacity() * sizeof(std::uint32_t);
+    }
+    return bytes;
+  }
+
+ private:
+  struct Record {
+    Workload workload;
+    std::vector<DomainId> domains;                            // one per placement entry
+    Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> amounts;  // dims x entries
+    std::vector<std::uint32_t> replica_begin;                 // first entry of each replica
+    std::uint64_t fingerprint = 0;                            // content digest, for versions
+    bool live = false;
+  };
+
+  /// splitmix64's finaliser: a bijective mix, so distinct inputs stay distinct.
+  [[nodiscard]] static constexpr std::uint64_t mix(std::uint64_t x) noexcept {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27U)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31U);
+  }
+  /// Digest of everything a decision reads from a record: the workload's fields and where
+  /// each entry sits with what amount. Deterministic across runs and platforms.
+  [[nodiscard]] static std::uint64_t fingerprint_of(const Record& record) noexcept {
+    std::uint64_t h = 0x70707265656d7074ULL;
+    const auto fold = [&h](std::uint64_t value) { h = mix(h ^ value); };
+    const auto fold_text = [&fold](const std::string& text) {
+      std::uint64_t fnv = 0xcbf29ce484222325ULL;  // FNV-1a: std::hash is not portable
+      for (const unsigned char c : text) fnv = (fnv ^ c) * 0x100000001b3ULL;
+      fold(fnv ^ text.size());
+    };
+    const auto fold_real = [&fold](double value) { fold(std::bit_cast<std::uint64_t>(value)); };
+    const auto fold_signed = [&fold](std::int64_t value) { fold(static_cast<std::uint64_t>(value)); };
+    const Workload& w = record.workload;
+    fold(w.id.value);
+    fold_text(w.name);
+    fold_signed(w.priority);
+    fold(w.preemptible ? 1U : 0U);
+    fold_signed(w.replicas);
+    fold_signed(w.min_replicas ? *w.min_replicas + 1LL : 0LL);
+    fold_signed(w.demand.whole_devices);
+    for (Eigen::Index i = 0; i < w.demand.resources.size(); ++i) fold_signed(w.demand.resources(i));
+    for (const TopologyRequirement* scope : {&w.replica_scope, &w.gang_scope}) {
+      fold(static_cast<std::uint64_t>(scope->mode));
+      fold_text(scope->level);
+    }
+    fold_real(w.cost.start_time_s);
+    fold_real(w.cost.seconds_since_checkpoint);
+    fold_text(w.cost.model_id);
+    fold_real(w.cost.model_size_gib);
+    fold_real(w.cost.extra_cost);
+    for (std::size_t e = 0; e < record.domains.size(); ++e) {
+      fold(record.domains[e].value);
+      for (Eigen::Index i = 0; i < record.amounts.rows(); ++i) {
+        fold_signed(record.amounts(i, static_cast<Eigen::Index>(e)));
+      }
+    }
+    for (const std::uint32_t begin : record.replica_begin) fold(begin);
+    return h;
+  }
+
+  /// Makes every allocation starting `record` (on `hosts`, in `slot`) needs, then maps its id
+  /// to `slot`. The caller undoes only its own slot on failure: nothing here is observable
+  /// until the id is mapped, and mapping it is the last step.
+  void reserve_start(const Record& record, const std::vector<DomainId>& hosts, std::uint32_t slot) {
+    for (DomainId host : hosts) {
+      const std::size_t ordinal = host_ordinal(host);
+      occupants_[ordinal].reserve(occupants_[ordinal].size() + 1);
+      occupant_slots_[ordinal].reserve(occupant_slots_[ordinal].size() + 1);
+    }
+    reserve_holdings(record);
+    index_.reserve(index_.size() + 1);
+    // Last: reserve() only sizes the buckets, inserting still allocates the node (and may
+    // throw std::bad_alloc). Done after the record was live, it left a ghost record that
+    // for_each_workload visited but contains() denied.
+    index_.emplace(record.workload.id.value, slot);
+  }
+
+  /// A victim of `preempt_and_start`, looked up and (for a shrink) rebuilt before any mutation.
+  struct PreparedVictim {
+    std::uint32_t slot;
+    std::vector<DomainId> hosts_before;
+    std::vector<DomainId> hosts_after;  // shrink only
+    Record kept;                        // shrink only
+  };
+  /// Looks up and checks every victim of a batch; appends what each frees to `released`.
+  [[nodiscard]] std::vector<PreparedVictim> prepare_victims(std::span<const VictimChange> victims,
+                                                            Released& released) const {
+    std::vector<PreparedVictim> prepared;
+    prepared.reserve(victims.size());
+    for (const VictimChange& change : victims) {
+      const std::uint32_t slot = slot_of(change.id);
+      for (const PreparedVictim& earlier : prepared) {
+        // The sequence would meet a workload it already stopped (or renumbered): refuse it
+        // as `remove` would refuse a workload that is no longer running.
+        if (earlier.slot == slot) {
+          throw std::out_of_range("workload " + std::to_string(change.id.value) + " is named twice");
+        }
+      }
+      const Record& record = records_[slot];
+      PreparedVictim victim{slot, hosts_of(record), {}, {}};
+      if (change.evict) {
+        for (std::size_t e = 0; e < record.domains.size(); ++e) {
+          released.emplace_back(record.domains[e], record.amounts.col(static_cast<Eigen::Index>(e)));
+        }
+      } else {
+        std::vector<bool> dropped;
+        victim.kept = shrunk_record(record, change.dropped, dropped);
+        victim.hosts_after = hosts_of(victim.kept);
+        for (std::size_t r = 0; r < dropped.size(); ++r) {
+          if (!dropped[r]) continue;
+          for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
+            released.emplace_back(record.domains[e], record.amounts.col(static_cast<Eigen::Index>(e)));
+          }
+        }
+      }
+      prepared.push_back(std::move(victim));
+    }
+    return prepared;
+  }
+
+  /// The record of `workload` at `placement` (already checked), fingerprint included.
+  [[nodiscard]] Record new_record(Workload workload, const Placement& placement) const {
+    Record record;
+    record.live = true;
+    for (const auto& replica : placement.replicas) {
+      record.replica_begin.push_back(static_cast<std::uint32_t>(record.domains.size()));
+      for (const auto& entry : replica.entries) record.domains.push_back(entry.domain);
+    }
+    record.amounts.resize(static_cast<Eigen::Index>(topology_->schema().size()),
+                          static_cast<Eigen::Index>(record.domains.size()));
+    Eigen::Index column_index = 0;
+    for (const auto& replica : placement.replicas) {
+      for (const auto& entry : replica.entries) record.amounts.col(column_index++) = entry.amount;
+    }
+    record.workload = std::move(workload);
+    record.fingerprint = fingerprint_of(record);
+    return record;
+  }
+  /// `record` without the replicas `replicas_to_drop` (checked as `shrink` documents);
+  /// `dropped[r]` says which replicas went.
+  [[nodiscard]] static Record shrunk_record(const Record& record, std::span<const std::int32_t> replicas_to_drop,
+                                            std::vector<bool>& dropped) {
+    const Workload& workload = record.workload;
+    if (!workload.min_replicas) {
+      throw std::invalid_argument(workload.label() + " is not elastic and cannot be shrunk");
+    }
+    dropped.assign(static_cast<std::size_t>(workload.replicas), false);
+    for (std::int32_t r : replicas_to_drop) {
+      if (r < 0 || r >= workload.replicas || dropped[static_cast<std::size_t>(r)]) {
+        throw std::invalid_argument(workload.label() + ": replica index " + std::to_string(r) +
+                                    " is out of range or repeated");
+      }
+      dropped[static_cast<std::size_t>(r)] = true;
+    }
+    const auto survivors = workload.replicas - static_cast<std::int32_t>(replicas_to_drop.size());
+    if (survivors < *workload.min_replicas) {
+      throw std::invalid_argument(workload.label() + ": cannot shrink from " +
+                                  std::to_string(workload.replicas) + " to " +
+                                  std::to_string(survivors) + " replicas (minimum " +
+                                  std::to_string(*workload.min_replicas) + ")");
+    }
+    Record kept;
+    kept.live = true;
+    kept.workload = workload;
+    kept.workload.replicas = survivors;
+    std::vector<std::size_t> kept_entries;
+    for (std::size_t r = 0; r < dropped.size(); ++r) {
+      if (dropped[r]) continue;
+      kept.replica_begin.push_back(static_cast<std::uint32_t>(kept_entries.size()));
+      for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
+        kept_entries.push_back(e);
+      }
+    }
+    kept.amounts.resize(record.amounts.rows(), static_cast<Eigen::Index>(kept_entries.size()));
+    for (std::size_t i = 0; i < kept_entries.size(); ++i) {
+      kept.domains.push_back(record.domains[kept_entries[i]]);
+      kept.amounts.col(static_cast<Eigen::Index>(i)) =
+          record.amounts.col(static_cast<Eigen::Index>(kept_entries[i]));
+    }
+    kept.fingerprint = fingerprint_of(kept);
+    return kept;
+  }
+
+  [[nodiscard]] static std::size_t replica_end(const Record& record, std::size_t r) {
+    return r + 1 < record.replica_begin.size() ? record.replica_begin[r + 1] : record.domains.size();
+  }
+  [[nodiscard]] Eigen::Index column(DomainId d) const {
+    if (d.value >= topology_->size()) {
+      throw std::out_of_range("domain id " + std::to_string(d.value) + " is not in the topology");
+    }
+    return static_cast<Eigen::Index>(d.value);
+  }
+  [[nodiscard]] std::uint32_t slot_of(WorkloadId id) const {
+    const auto it = index_.find(id.value);
+    if (it == index_.end()) {
+      throw std::out_of_range("workload " + std::to_string(id.value) + " is not running");
+    }
+    return it->second;
+  }
+  [[nodiscard]] std::size_t host_ordinal(DomainId host) const {
+    if (!topology_->valid_domain(host) || topology_->level(host) != topology_->host_level()) {
+      throw std::invalid_argument("domain id " + std::to_string(host.value) + " is not a host-level domain");
+    }
+    return topology_->ordinal(host);
+  }
+  /// Sorted distinct hosts touched by a record.
+  [[nodiscard]] std::vector<DomainId> hosts_of(const Record& record) const {
+    std::vector<DomainId> hosts;
+    for (DomainId d : record.domains) {
+      const DomainId host = topology_->ancestor_at(d, topology_->host_level());
+      if (host.valid()) hosts.push_back(host);
+    }
+    std::sort(hosts.begin(), hosts.end());
+    hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+    return hosts;
+  }
+  void erase_occupant(DomainId host, WorkloadId id) {
+    const std::size_t ordinal = host_ordinal(host);
+    auto& list = occupants_[ordinal];
+    auto& slots = occupant_slots_[ordinal];
+    const auto it = std::find(list.begin(), list.end(), id);
+    if (it != list.end()) {
+      const auto index = static_cast<std::size_t>(it - list.begin());
+      list[index] = list.back();
+      list.pop_back();
+      slots[index] = slots.back();
+      slots.pop_back();
+    }
+  }
+
+  /// Adds (sign +1) or subtracts (-1) entries [first, last) of `record` along ancestor chains.
+  void apply(const Record& record, std::size_t first, std::size_t last, int sign) {
+    // The change folded into every version on the way up: which record, which entry, and
+    // whether it arrived or left (so add-then-remove does not restore the old version).
+    const std::uint64_t change = mix(record.fingerprint ^ (sign > 0 ? 0x2bULL : 0x2dULL));
+    const bool indexed = record.workload.preemptible;
+    for (std::size_t e = first; e < last; ++e) {
+      const std::uint64_t entry_change = mix(change ^ e);
+      const DomainId domain = record.domains[e];
+      const auto amount = record.amounts.col(static_cast<Eigen::Index>(e));
+      bool idle_changed = false;
+      if (topology_->is_device(domain)) {
+        std::uint32_t& occupancy = occupancy_[domain.value];
+        idle_changed = sign > 0 ? occupancy++ == 0 : --occupancy == 0;
+      }
+      for (DomainId at = domain; at.valid(); at = topology_->parent(at)) {
+        if (sign > 0) {
+          used_.col(at.value) += amount;
+        } else {
+          used_.col(at.value) -= amount;
+        }
+        if (idle_changed) idle_devices_[at.value] += sign > 0 ? -1U : 1U;
+        std::uint64_t& version = versions_[at.value];
+        version = mix(version ^ entry_change);
+        if (indexed && topology_->level(at) <= topology_->host_level()) {
+          add_holding(at, record.workload.priority, topology_->is_device(domain), amount, sign);
+        }
+        if (at == Topology::root()) break;
+      }
+    }
+  }
+
+  // The preemption index: per domain at or above the host level, rows [priority, device entries, amount per dim...] of
+  // what preemptible workloads hold, ascending priority, one row per priority present (a row
+  // is dropped when it empties, so the index depends on the state, not on its history).
+  static constexpr std::size_t holding_priority = 0;
+  static constexpr std::size_t holding_devices = 1;
+  static constexpr std::size_t holding_amounts = 2;
+  [[nodiscard]] std::size_t holding_stride() const noexcept {
+    return holding_amounts + topology_->schema().size();
+  }
+  /// Index slot of d, or of its nearest ancestor at or above the host level (its host, where
+  /// the branch has one) when d lies below it.
+  [[nodiscard]] std::size_t holding_slot(DomainId d) const noexcept {
+    while (topology_->level(d) > topology_->host_level()) d = topology_->parent(d);
+    return holding_level_offset_[topology_->level(d)] + topology_->ordinal(d);
+  }
+  [[nodiscard]] std::int64_t holdings_sum(DomainId d, std::int32_t priority, std::size_t field) const {
+    (void)column(d);  // validates d
+    const auto& rows = holdings_[holding_slot(d)];
+    const std::size_t stride = holding_stride();
+    std::int64_t sum = 0;
+    for (std::size_t row = 0; row < rows.size(); row += stride) {
+      if (rows[row + holding_priority] >= priority) break;
+      sum += rows[row + field];
+    }
+    return sum;
+  }
+  /// Row offset of `priority` in `rows`, or where it would be inserted.
+  [[nodiscard]] std::size_t holding_row(const std::vector<Amount>& rows, std::int32_t priority) const noexcept {
+    const std::size_t stride = holding_stride();
+    std::size_t row = 0;
+    while (row < rows.size() && rows[row + holding_priority] < priority) row += stride;
+    return row;
+  }
+  /// Makes room, before any mutation, for the index rows `record` may add (strong guarantee:
+  /// `apply` then never allocates). A shrink re-adds only rows it just emptied, which keep
+  /// their capacity.
+  void reserve_holdings(const Record& record) {
+    if (!record.workload.preemptible) return;
+    const std::size_t stride = holding_stride();
+    for (DomainId domain : record.domains) {
+      for (DomainId at = domain; at.valid(); at = topology_->parent(at)) {
+        if (topology_->level(at) > topology_->host_level()) continue;
+        auto& rows = holdings_[holding_slot(at)];
+        const std::size_t row = holding_row(rows, record.workload.priority);
+        if (row == rows.size() || rows[row + holding_priority] != record.workload.priority) {
+          rows.reserve(rows.size() + stride);
+        }
+        if (at == Topology::root()) break;
+      }
+    }
+  }
+  template <class Column>
+  void add_holding(DomainId at, std::int32_t priority, bool device, const Column& amount, int sign) noexcept {
+    auto& rows = holdings_[holding_slot(at)];
+    const std::size_t stride = holding_stride();
+    std::size_t row = holding_row(rows, priority);
+    if (row == rows.size() || rows[row + holding_priority] != priority) {
+      // Never reallocates: reserve_holdings made room (or the row was emptied just before).
+      rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(row), stride, Amount{0});
+      rows[row + holding_priority] = priority;
+    }
+    rows[row + holding_devices] += device ? sign : 0;
+    bool empty = rows[row + holding_devices] == 0;
+    for (std::size_t i = 0; i < stride - holding_amounts; ++i) {
+      Amount& held = rows[row + holding_amounts + i];
+      held += sign > 0 ? amount(static_cast<Eigen::Index>(i)) : -amount(static_cast<Eigen::Index>(i));
+      empty = empty && held == 0;
+    }
+    if (empty) rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(row), rows.begin() + static_cast<std::ptrdiff_t>(row + stride));
+  }
+
+  /// Local used amount (the domain's own pools/device, excluding children).
+  [[nodiscard]] ResourceVector local_used(DomainId d) const {
+    ResourceVector local = used_.col(d.value);
+    for (DomainId child : topology_->children(d)) local -= used_.col(child.value);
+    return local;
+  }
+
+  void check_addable(const Workload& workload, const Placement& placement, const Released& released = {}) const;
+
+  std::shared_ptr<const Topology> topology_;
+  Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> used_;  // dims x domains, aggregated
+  std::vector<std::uint32_t> idle_devices_;                     // per domain, aggregated
+  std::vector<std::uint32_t> occupancy_;                        // per device: entries on it
+  std::vector<std::uint64_t> versions_;                         // per domain (domain_version)
+  std::vector<std::vector<Amount>> holdings_;                   // per indexed domain (holding_slot)
+  std::vector<std::size_t> holding_level_offset_;               // first slot of each level <= host
+  std::vector<std::vector<WorkloadId>> occupants_;              // per host ordinal
+  std::vector<std::vector<std::uint32_t>> occupant_slots_;      // parallel: record slots
+  std::vector<Record> records_;
+  std::vector<std::uint32_t> free_slots_;
+  std::unordered_map<std::uint64_t, std::uint32_t> index_;
+};
+
+/// Throws unless `workload` could start at `placement` once the local amounts in `released`
+/// (domain, amount) are freed: the checks and messages of `add` on the state after the release.
+inline void Allocation::check_addable(const Workload& workload, const Placement& placement,
+                                      const Released& released) const {
+  const Topology& topology = *topology_;
+  const ResourceSchema& schema = topology.schema();
+  validate(workload, topology);
+  if (contains(workload.id)) throw std::invalid_argument(workload.label() + " is already running");
+  if (placement.replicas.size() != static_cast<std::size_t>(workload.replicas)) {
+    throw std::invalid_argument(workload.label() + " has " + std::to_string(workload.replicas) +
+                                " replicas but the placement has " +
+                                std::to_string(placement.replicas.size()));
+  }
+  const ResourceVector demand =
+      workload.demand.resources.size() == 0 ? schema.zeros() : workload.demand.resources;
+  const auto dims = static_cast<Eigen::Index>(schema.size());
+  bool share = false;
+  for (Eigen::Index i = 0; i < dims; ++i) {
+    share = share || (schema.is_device(static_cast<std::size_t>(i)) && demand(i) > 0);
+  }
+  // Amounts the placement adds per domain, so two entries on one domain are checked together.
+  std::vector<std::pair<DomainId, ResourceVector>> added;
+  const auto level_of_scope = [&](const TopologyRequirement& scope) -> std::optional<LevelIndex> {
+    if (scope.mode != RequirementMode::guaranteed) return std::nullopt;
+    return topology.level_index(scope.level);
+  };
+  const std::optional<LevelIndex> replica_level = level_of_scope(workload.replica_scope);
+  const std::optional<LevelIndex> gang_level = level_of_scope(workload.gang_scope);
+  DomainId gang_domain;
+  for (std::size_t r = 0; r < placement.replicas.size(); ++r) {
+    // Messages are built only on failure: add() is on every scheduler's hot path.
+    const auto where = [&] { return workload.label() + " replica " + std::to_string(r); };
+    const auto& entries = placement.replicas[r].entries;
+    if (entries.empty() && (demand.any() || workload.demand.whole_devices > 0)) {
+      throw std::invalid_argument(where() + " has no placement entries");
+    }
+    ResourceVector pooled_sum = schema.zeros();
+    std::int32_t whole = 0;
+    std::int32_t shares = 0;
+    DomainId replica_domain;
+    for (const auto& entry : entries) {
+      if (!entry.domain.valid() || entry.domain.value >= topology.size()) {
+        throw std::invalid_argument(where() + " names unknown domain id " +
+                                    std::to_string(entry.domain.value));
+      }
+      const auto at = [&] { return where() + " on " + topology.describe(entry.domain); };
+      if (static_cast<std::size_t>(entry.amount.size()) != schema.size()) {
+        throw std::invalid_argument(at() + ": amount has " + std::to_string(entry.amount.size()) +
+                                    " entries, the schema " + std::to_string(schema.size()));
+      }
+      if ((entry.amount.array() < 0).any()) throw std::invalid_argument(at() + ": negative amount");
+      if (!entry.amount.any()) throw std::invalid_argument(at() + ": empty entry");
+      const bool device = topology.is_device(entry.domain);
+      for (Eigen::Index i = 0; i < dims; ++i) {
+        if (entry.amount(i) > 0 && schema.is_device(static_cast<std::size_t>(i)) != device) {
+          throw std::invalid_argument(at() + ": '" + schema[static_cast<std::size_t>(i)].name +
+                                      "' cannot be taken from this domain");
+        }
+      }
+      if (device) {
+        if (entry.amount == topology.local_capacity(entry.domain) && !share) {
+          ++whole;
+        } else if (share && entry.amount == demand.cwiseProduct(device_mask(schema))) {
+          ++shares;
+        } else {
+          throw std::invalid_argument(at() + ": a device entry must be the whole device or exactly "
+                                      "the replica's share");
+        }
+      } else if (!checked_accumulate(pooled_sum, entry.amount)) {
+        throw std::invalid_argument(at() + ": the replica's pooled amounts overflow 64 bits");
+      }
+      auto it = std::find_if(added.begin(), added.end(),
+                             [&](const auto& item) { return item.first == entry.domain; });
+      if (it == added.end()) {
+        added.emplace_back(entry.domain, entry.amount);
+      } else if (!checked_accumulate(it->second, entry.amount)) {
+        throw std::invalid_argument(at() + ": the amounts placed on this domain overflow 64 bits");
+      }
+    }
+    if (whole != workload.demand.whole_devices || shares != (share ? 1 : 0)) {
+      throw std::invalid_argument(where() + " holds " + std::to_string(whole) + " whole devices and " +
+                                  std::to_string(shares) + " shares, it needs " +
+                                  std::to_string(workload.demand.whole_devices) + " and " +
+                                  (share ? "1" : "0"));
+    }
+    if (pooled_sum != demand.cwiseProduct(ResourceVector::Ones(dims) - device_mask(schema))) {
+      throw std::invalid_argument(where() + " holds pooled " + schema.format(pooled_sum) +
+                                  " but needs " +
+                                  schema.format(demand.cwiseProduct(ResourceVector::Ones(dims) -
+                                                                    device_mask(schema))));
+    }
+    if (entries.empty()) continue;
+    // Pools that enclose the replica's devices serve it without widening its scope.
+    replica_domain = Placement::footprint_domain(topology, entries);
+    if (topology.level(replica_domain) < topology.host_level()) {
+      throw std::invalid_argument(where() + " spans more than one " +
+                                  topology.levels()[topology.host_level()]);
+    }
+    if (replica_level && topology.level(replica_domain) < *replica_level) {
+      throw std::invalid_argument(where() + " breaks its guaranteed replica scope '" +
+                                  workload.replica_scope.level + "' (it spans " +
+                                  topology.describe(replica_domain) + ")");
+    }
+    gang_domain = gang_domain.valid() ? topology.lowest_common_ancestor(gang_domain, replica_domain)
+                                      : replica_domain;
+  }
+  if (gang_level && gang_domain.valid() && topology.level(gang_domain) < *gang_level) {
+    throw std::invalid_argument(workload.label() + " breaks its guaranteed gang scope '" +
+                                workload.gang_scope.level + "' (it spans " +
+                                topology.describe(gang_domain) + ")");
+  }
+  for (const auto& [domain, amount] : added) {
+    ResourceVector room = topology.local_capacity(domain) - local_used(domain);
+    for (const auto& [freed_domain, freed] : released) {
+      if (freed_domain == domain) room += freed;
+    }
+    if (!all_less_equal(amount, room)) {
+      throw std::invalid_argument(workload.label() + " over-commits " + topology.describe(domain) +
+                                  ": asks " + schema.format(amount) + ", free " + schema.format(room));
+    }
+  }
+}
+
+}  // namespace topopreempt

@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file placement_search.hpp
+/// "Can this workload be placed inside domain D, and where, down to devices?" — the building
+/// block every solver reuses.
+///
+/// Model. A replica is confined to one *unit*: a domain of its guaranteed replica-scope level,
+/// or else of the host level. Inside its unit it takes whole idle devices (or a share of one
+/// device) and draws each pooled dimension from the pools of its *pool root*: the unit itself
+/// when the unit's subtree holds that dimension, else the nearest enclosing domain (not above
+/// the host) that does. How many identical replicas fit in a domain is then exact: each unit
+/// bounds its own count, and pool roots shared by several units add nested (laminar) budgets,
+/// for which filling units greedily is optimal (a polymatroid).
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/model/capacity_view.hpp"
+#include "topopreempt/model/placement.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
+
+namespace topopreempt {
+
+/// A workload's per-replica demand resolved against a topology (levels as indices, the demand
+/// split into devices, device share and pooled amounts). Cheap to copy; build once per decision.
+struct ResolvedDemand {
+  std::int64_t whole_devices = 0;
+  ResourceVector share;   ///< device dimensions of a one-device share (zero if none)
+  ResourceVector pooled;  ///< pooled dimensions
+  bool has_share = false;
+  std::int32_t replicas = 1;
+  /// Replicas are confined to domains of this level. With `replica_preferred` set it is the
+  /// loosest level the best-effort replica scope may relax to (the host, or the guaranteed gang
+  /// level when that is deeper).
+  LevelIndex unit_level = 0;
+  std::optional<LevelIndex> replica_preferred;  ///< best-effort replica level
+  std::optional<LevelIndex> gang_required;      ///< guaranteed gang level
+  std::optional<LevelIndex> gang_preferred;     ///< best-effort gang level
+
+  /// Resolves `workload` (validated first; throws `std::invalid_argument` naming it).
+  [[nodiscard]] static ResolvedDemand of(const Workload& workload, const Topology& topology) {
+    validate(workload, topology);
+    const ResourceSchema& schema = topology.schema();
+    ResolvedDemand demand;
+    demand.whole_devices = workload.demand.whole_devices;
+    const ResourceVector resources =
+        workload.demand.resources.size() == 0 ? schema.zeros() : workload.demand.resources;
+    const ResourceVector mask = device_mask(schema);
+    demand.share = resources.cwiseProduct(mask);
+    demand.pooled = resources - demand.share;
+    demand.has_share = demand.whole_devices == 0 && demand.share.any();
+    demand.replicas = workload.replicas;
+    demand.unit_level = topology.host_level();
+    const auto level_of = [&](const TopologyRequirement& scope) {
+      return topology.level_index(scope.level);
+    };
+    if (workload.replica_scope.mode == RequirementMode::guaranteed) {
+      demand.unit_level = level_of(workload.replica_scope);
+    } else if (workload.replica_scope.mode == RequirementMode::best_effort) {
+      demand.replica_preferred = level_of(workload.replica_scope);
+    }
+    if (workload.gang_scope.mode == RequirementMode::guaranteed) {
+      demand.gang_required = level_of(workload.gang_scope);
+    } else if (workload.gang_scope.mode == RequirementMode::best_effort) {
+      demand.gang_preferred = level_of(workload.gang_scope);
+    }
+    // Every replica lies inside its gang's domain, so a guaranteed gang level is also a floor
+    // for each replica: a best-effort replica scope may relax only down to it, never past it
+    // (relaxing past it would loosen the guaranteed gang scope with it).
+    if (demand.gang_required && *demand.gang_required > demand.unit_level) {
+      demand.unit_level = *demand.gang_required;
+      if (demand.replica_preferred && *demand.replica_preferred <= demand.unit_level) {
+        demand.replica_preferred.reset();  // the floor is already at least as tight
+      }
+    }
+    return demand;
+  }
+  /// Whether the replica asks for nothing at all.
+  [[nodiscard]] bool empty() const { return whole_devices == 0 && !has_share && !pooled.any(); }
+};
+
+/// Result of a placement search.
+struct PlacementSearchResult {
+  bool found = false;
+  Placement placement;
+  DomainId gang_domain;          ///< lowest domain holding every entry (pools included)
+  LevelIndex gang_level = 0;     ///< level of `Placement::enclosing_domain` (deeper is tighter)
+  LevelIndex replica_level = 0;  ///< loosest level among the replicas' own domains
+};
+
+namespace detail {
+
+inline constexpr std::int64_t unbounded_replicas = std::numeric_limits<std::int64_t>::max() / 4;
+
+/// Nearest ancestor-or-self of `unit` (not above the host) whose subtree holds dimension `dim`.
+[[nodiscard]] inline DomainId pool_root(const Topology& topology, DomainId unit, std::size_t dim) {
+  for (DomainId at = unit; at.valid(); at = topology.parent(at)) {
+    if (topology.capacity(at)(static_cast<Eigen::Index>(dim)) > 0) return at;
+    if (topology.level(at) <= topology.host_level()) break;
+  }
+  return DomainId{};
+}
+
+/// Replicas the devices of `unit` alone could take.
+template <CapacityView View>
+[[nodiscard]] std::int64_t device_bound(const View& view, const ResolvedDemand& demand,
+                                        DomainId unit) {
+  const Topology& topology = view.topology();
+  if (demand.whole_devices > 0) return view.idle_devices(unit) / demand.whole_devices;
+  if (!demand.has_share) return unbounded_replicas;
+  std::int64_t total = 0;
+  const auto devices = topology.domains_at(topology.device_level(), unit);
+  for (DomainId device : devices) {
+    std::int64_t fit = unbounded_replicas;
+    for (Eigen::Index i = 0; i < demand.share.size(); ++i) {
+      if (demand.share(i) > 0) {
+        fit = std::min(fit, view.free(device, static_cast<std::size_t>(i)) / demand.share(i));
+      }
+    }
+    // Both are at most unbounded_replicas (max / 4): the sum cannot overflow, the cap keeps it so.
+    total = std::min(total + fit, unbounded_replicas);
+  }
+  return total;
+}
+
+/// Units of `domain` for `demand`: its unit-level descendants, or itself when at/below that level.
+[[nodiscard]] inline std::span<const DomainId> units_of(const Topology& topology,
+                                                       const ResolvedDemand& demand,
+                                                       const DomainId& domain) {
+  if (topology.level(domain) >= demand.unit_level) return {&domain, 1};
+  return topology.domains_at(demand.unit_level, domain);
+}
+
+}  // namespace detail
+
+/// How many replicas of `demand` fit inside `domain` as `view` stands (exact under the model
+/// of this header; capped at a large constant when the replica asks for nothing).
+/// Cost: O(units x dims) plus a device scan per unit for shares.
+template <CapacityView View>
+[[nodiscard]] std::int64_t replicas_that_fit(const View& view, const ResolvedDemand& demand,
+                                             DomainId domain) {
+  const Topology& topology = view.topology();
+  struct Budget {
+    DomainId root;
+    std::size_t dim;
+    std::int64_t remaining;
+  };
+  std::vector<Budget> budgets;
+  std::int64_t total = 0;
+  const bool device_less = demand.whole_devices == 0 && !demand.has_share;
+  for (DomainId unit : detail::units_of(topology, demand, domain)) {
+    std::int64_t fit = detail::device_bound(view, demand, unit);
+    // A replica without devices occupies the pools it draws from (`footprint_domain`): it can
+    // lie in `unit` only if some pooled dimension it asks for is held inside `unit`. Pools
+    // enclosing the unit merely serve such a replica; they cannot place it there by themselves.
+    if (device_less && demand.pooled.any()) {
+      bool held_inside = false;
+      for (Eigen::Index i = 0; i < demand.pooled.size() && !held_inside; ++i) {
+        held_inside = demand.pooled(i) > 0 &&
+                      detail::pool_root(topology, unit, static_cast<std::size_t>(i)) == unit;
+      }
+      if (!held_inside) continue;
+    }
+    for (Eigen::Index i = 0; i < demand.pooled.size() && fit > 0; ++i) {
+      if (demand.pooled(i) == 0) continue;
+      const auto dim = static_cast<std::size_t>(i);
+      const DomainId root = detail::pool_root(topology, unit, dim);
+      if (!root.valid()) {
+        fit = 0;
+      } else if (root == unit) {
+        fit = std::min(fit, view.free(unit, dim) / demand.pooled(i));
+      } else {
+        auto it = std::find_if(budgets.begin(), budgets.end(), [&](const Budget& budget) {
+          return budget.root == root && budget.dim == dim;
+        });
+        if (it == budgets.end()) {
+          budgets.push_back({root, dim, view.free(root, dim) / demand.pooled(i)});
+          it = budgets.end() - 1;
+        }
+        fit = std::min(fit, it->remaining);
+      }
+    }
+    if (fit <= 0) continue;
+    // Charge the shared budgets (pointers are taken only now: push_back above may reallocate).
+    for (Eigen::Index i = 0; i < demand.pooled.size(); ++i) {
+      if (demand.pooled(i) == 0) continue;
+      const auto dim = static_cast<std::size_t>(i);
+      const DomainId root = detail::pool_root(topology, unit, dim);
+      if (root == unit) continue;
+      for (Budget& budget : budgets) {
+        if (budget.root == root && budget.dim == dim) budget.remaining -= fit;
+      }
+    }
+    total += fit;
+    if (total >= detail::unbounded_replicas) return detail::unbounded_replicas;
+  }
+  return total;
+}
+
+namespace detail {
+
+/// Local free amount of one pool (its own capacity, not its children's).
+template <CapacityView View>
+[[nodiscard]] Amount local_free(const View& view, DomainId pool, std::size_t dim) {
+  Amount free = view.free(pool, dim);
+  for (DomainId child : view.topology().children(pool)) free -= view.free(child, dim);
+  return free;
+}
+
+/// The deepest domain inside `unit` (a non-device domain, or `unit`) that can hold one replica
+/// by itself; ties go to the one with the fewest idle devices (best fit), then the lowest id.
+template <CapacityView View>
+[[nodiscard]] DomainId tightest_domain(const View& view, const ResolvedDemand& demand,
+                                       DomainId unit) {
+  const Topology& topology = view.topology();
+  DomainId best = unit;
+  for (std::uint32_t d = unit.value + 1; d < topology.subtree_end(unit).value; ++d) {
+    const DomainId candidate{d};
+    if (topology.is_device(candidate)) continue;
+    if (topology.level(candidate) < topology.level(best)) continue;
+    ResolvedDemand probe = demand;
+    probe.unit_level = topology.level(candidate);
+    if (replicas_that_fit(view, probe, candidate) < 1) continue;
+    if (topology.level(candidate) > topology.level(best) ||
+        view.idle_devices(candidate) < view.idle_devices(best)) {
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+/// Chooses `count` idle devices in `domain`: by affinity when the host has a matrix (greedy:
+/// each next device maximises its summed affinity to those chosen), else the first idle
+/// devices of the deepest sub-domain holding enough of them.
+template <CapacityView View>
+[[nodiscard]] std::vector<DomainId> choose_devices(const View& view, DomainId domain,
+                                                   std::int64_t count) {
+  const Topology& topology = view.topology();
+  std::vector<DomainId> idle;
+  const DomainId host = topology.ancestor_at(domain, topology.host_level());
+  if (topology.has_affinity(host)) {
+    for (DomainId device : topology.domains_at(topology.device_level(), domain)) {
+      if (view.device_occupancy(device) == 0) idle.push_back(device);
+    }
+    std::vector<DomainId> chosen;
+    while (static_cast<std::int64_t>(chosen.size()) < count) {
+      std::size_t best = idle.size();
+      double best_score = -std::numeric_limits<double>::infinity();
+      for (std::size_t i = 0; i < idle.size(); ++i) {
+        if (std::find(chosen.begin(), chosen.end(), idle[i]) != chosen.end()) continue;
+        double score = 0.0;
+        for (DomainId other : chosen) score += *topology.device_affinity(idle[i], other);
+        if (score > best_score) {
+          best_score = score;
+          best = i;
+        }
+      }
+      chosen.push_back(idle[best]);
+    }
+    std::sort(chosen.begin(), chosen.end());
+    return chosen;
+  }
+  DomainId within = domain;
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (DomainId child : topology.children(within)) {
+      if (!topology.is_device(child) && view.idle_devices(child) >= count) {
+        within = child;
+        deeper = true;
+        break;
+      }
+    }
+  }
+  for (DomainId device : topology.domains_at(topology.device_level(), within)) {
+    if (static_cast<std::int64_t>(idle.size()) == count) break;
+    if (view.device_occupancy(device) == 0) idle.push_back(device);
+  }
+  return idle;
+}
+
+/// Builds one replica inside `unit` (which must fit one); returns its entries.
+template <CapacityView View>
+[[nodiscard]] std::vector<PlacementEntry> place_one(const View& view, const ResolvedDemand& demand,
+                                                    DomainId unit) {
+  const Topology& topology = view.topology();
+  const ResourceSchema& schema = topology.schema();
+  const DomainId tight = tightest_domain(view, demand, unit);
+  std::vector<PlacementEntry> entries;
+  DomainId anchor = tight;
+  if (demand.whole_devices > 0) {
+    for (DomainId device : choose_devices(view, tight, demand.whole_devices)) {
+      entries.push_back({device, topology.local_capacity(device)});
+    }
+    anchor = entries.front().domain;
+  } else if (demand.has_share) {
+    DomainId best;
+    Amount best_slack = std::numeric_limits<Amount>::max();
+    for (DomainId device : topology.domains_at(topology.device_level(), tight)) {
+      Amount slack = 0;
+      bool fits = true;
+      for (Eigen::Index i = 0; i < demand.share.size(); ++i) {
+        const Amount free = view.free(device, static_cast<std::size_t>(i));
+        fits = fits && free >= demand.share(i);
+        // Saturate: capacities near the int64 limit must not wrap the tie-break.
+        const Amount spare = free - demand.share(i);
+        slack = sum_overflows(slack, spare) ? std::numeric_limits<Amount>::max() : slack + spare;
+      }
+      if (fits && slack < best_slack) {
+        best = device;
+        best_slack = slack;
+      }
+    }
+    entries.push_back({best, demand.share});
+    anchor = best;
+  }
+  // Pooled amounts: closest pools to the devices first — the pools of each enclosing domain's
+  // subtree, walking up from the anchor (so CPU cores of the GPU's own NUMA node come first).
+  std::vector<std::pair<DomainId, ResourceVector>> drawn;
+  for (Eigen::Index i = 0; i < demand.pooled.size(); ++i) {
+    Amount need = demand.pooled(i);
+    if (need == 0) continue;
+    const auto dim = static_cast<std::size_t>(i);
+    const DomainId root = pool_root(topology, tight, dim);
+    std::vector<DomainId> order;
+    DomainId covered;  // subtree already listed
+    for (DomainId at = anchor; at.valid(); at = topology.parent(at)) {
+      if (!topology.contains(root, at)) continue;
+      for (std::uint32_t d = at.value; d < topology.subtree_end(at).value; ++d) {
+        if (covered.valid() && topology.contains(covered, DomainId{d})) {
+          d = topology.subtree_end(covered).value - 1;
+          continue;
+        }
+        order.push_back(DomainId{d});
+      }
+      covered = at;
+      if (at == root) break;
+    }
+    for (DomainId pool : order) {
+      if (need == 0) break;
+      if (topology.is_device(pool) || topology.local_capacity(pool, dim) == 0) continue;
+      const Amount take = std::min(need, local_free(view, pool, dim));
+      if (take <= 0) continue;
+      auto it = std::find_if(drawn.begin(), drawn.end(),
+                             [&](const auto& item) { return item.first == pool; });
+      if (it == drawn.end()) {
+        drawn.emplace_back(pool, schema.zeros());
+        it = drawn.end() - 1;
+      }
+      it->second(i) += take;
+      need -= take;
+    }
+  }
+  std::sort(drawn.begin(), drawn.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [pool, amount] : drawn) entries.push_back({pool, std::move(amount)});
+  return entries;
+}
+
+}  // namespace detail
+
+/// Places `demand.replicas` replicas inside `domain` if they fit, choosing for each the unit
+/// with the fewest idle devices that still fits (best fit: keeps big holes for big jobs).
+template <CapacityView View>
+[[nodiscard]] std::optional<Placement> place_in(const View& view, const ResolvedDemand& demand,
+                                                DomainId domain) {
+  if (replicas_that_fit(view, demand, domain) < demand.replicas) return std::nullopt;
+  const Topology& topology = view.topology();
+  OverlayView<View> scratch(view);
+  Placement placement;
+  ResolvedDemand single = demand;
+  single.replicas = 1;
+  for (std::int32_t r = 0; r < demand.replicas; ++r) {
+    DomainId best;
+    for (DomainId unit : detail::units_of(topology, demand, domain)) {
+      if (replicas_that_fit(scratch, single, unit) < 1) continue;
+      if (!best.valid() || scratch.idle_devices(unit) < scratch.idle_devices(best)) best = unit;
+    }
+    if (!best.valid()) return std::nullopt;  // unreachable when the count above is exact
+    ReplicaPlacement replica{detail::place_one(scratch, single, best)};
+    scratch.consume(replica.entries);
+    placement.replicas.push_back(std::move(replica));
+  }
+  return placement;
+}
+
+/// The levels of `gang_tiers(topology, demand, within)`, tightest first, without listing
+/// their domains.
+[[nodiscard]] inline std::vector<LevelIndex> gang_levels(const Topology& topology, const ResolvedDemand& demand,
+                                                         DomainId within) {
+  std::vector<LevelIndex> levels;
+  const auto tier_at = [&](LevelIndex level) {
+    if (topology.level(within) >= level) {
+      levels.push_back(topology.level(within));
+    } else if (!topology.domains_at(level, within).empty()) {
+      levels.push_back(level);
+    }
+  };
+  if (demand.gang_required) {
+    tier_at(*demand.gang_required);
+  } else if (demand.gang_preferred) {
+    const int loosest = topology.level(within);
+    for (int level = std::max<int>(*demand.gang_preferred, loosest); level >= loosest; --level) {
+      tier_at(static_cast<LevelIndex>(level));
+    }
+  } else {
+    tier_at(topology.level(within));
+  }
+  return levels;
+}
+
+/// Candidate gang domains for `demand` inside `within`, tightest tier first. Each inner vector
+/// is one tier (all domains of one level); a guaranteed gang scope yields one tier.
+[[nodiscard]] inline std::vector<std::pair<LevelIndex, std::vector<DomainId>>> gang_tiers(
+    const Topology& topology, const ResolvedDemand& demand, DomainId within) {
+  std::vector<std::pair<LevelIndex, std::vector<DomainId>>> tiers;
+  for (const LevelIndex level : gang_levels(topology, demand, within)) {
+    if (level == topology.level(within)) {
+      tiers.push_back({level, {within}});
+    } else {
+      const auto domains = topology.domains_at(level, within);
+      tiers.push_back({level, {domains.begin(), domains.end()}});
+    }
+  }
+  return tiers;
+}
+
+namespace detail {
+
+/// A found placement with its gang domain and levels filled in.
+[[nodiscard]] inline PlacementSearchResult placement_search_result(const Topology& topology, Placement placement) {
+  PlacementSearchResult result;
+  result.found = true;
+  result.placement = std::move(placement);
+  result.gang_domain = result.placement.span_domain(topology);
+  result.gang_level = topology.level(result.placement.enclosing_domain(topology));
+  result.replica_level = static_cast<LevelIndex>(topology.levels().size() - 1);
+  for (std::size_t r = 0; r < result.placement.replicas.size(); ++r) {
+    result.replica_level =
+        std::min(result.replica_level, topology.level(result.placement.replica_domain(topology, r)));
+  }
+  return result;
+}
+
+}  // namespace detail
+
+namespace detail {
+
+/// Calls `visit(domain)` for every domain of `level` inside `within` (or `within` itself when
+/// it lies at or below `level`), in ascending id order, skipping whole subtrees with fewer
+/// than `idle_needed` idle devices: a domain there cannot hold a gang that needs that many
+/// whole devices, so a saturated cluster is dismissed at its root.
+template <CapacityView View, class Visit>
+void for_each_gang_candidate(const View& view, DomainId within, LevelIndex level, std::int64_t idle_needed,
+                             Visit&& visit) {
+  const Topology& topology = view.topology();
+  if (topology.level(within) >= level) {
+    visit(within);
+    return;
+  }
+  const auto descend = [&](const auto& self, DomainId domain) -> void {
+    if (idle_needed > 0 && view.idle_devices(domain) < idle_needed) return;
+    if (topology.level(domain) >= level) {
+      if (topology.level(domain) == level) visit(domain);
+      return;
+    }
+    const std::uint32_t end = topology.subtree_end(domain).value;  // children: pre-order ids
+    for (std::uint32_t child = domain.value + 1; child < end; child = topology.subtree_end(DomainId{child}).value) {
+      self(self, DomainId{child});
+    }
+  };
+  descend(descend, within);
+}
+
+}  // namespace detail
+
+/// Finds a placement of the whole workload inside `within` (default: the whole cluster) that
+/// honours every guaranteed scope and gets best-effort scopes as tight as it can (gang tier
+/// first, then per replica). Best fit among domains of the tightest feasible tier.
+template <CapacityView View>
+[[nodiscard]] PlacementSearchResult find_placement(const View& view, const ResolvedDemand& demand,
+                                                   DomainId within = Topology::root()) {
+  const Topology& topology = view.topology();
+  const std::int64_t idle_needed = static_cast<std::int64_t>(demand.replicas) * demand.whole_devices;
+  for (const LevelIndex level : gang_levels(topology, demand, within)) {
+    DomainId best;
+    detail::for_each_gang_candidate(view, within, level, idle_needed, [&](DomainId domain) {
+      if (replicas_that_fit(view, demand, domain) < demand.replicas) return;
+      if (!best.valid() || view.idle_devices(domain) < view.idle_devices(best)) best = domain;
+    });
+    if (!best.valid()) continue;
+    if (auto placement = place_in(view, demand, best)) return detail::placement_search_result(topology, std::move(*placement));
+  }
+  return {};
+}
+
+/// Convenience overload taking the workload itself.
+template <CapacityView View>
+[[nodiscard]] PlacementSearchResult find_placement(const View& view, const Workload& workload,
+                                                   DomainId within = Topology::root()) {
+  return find_placement(view, ResolvedDemand::of(workload, view.topology()), within);
+}
+
+}  // namespace topopreempt

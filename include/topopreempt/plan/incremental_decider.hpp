@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file incremental_decider.hpp
+/// `IncrementalDecider`: decides for one pending preemptor again and again as the state
+/// changes, re-reading only the candidate domains whose version changed since the last call.
+
+#include <cstdint>
+#include <utility>
+
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/solvers/detail/preemption_context.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
+#include "topopreempt/model/workload.hpp"
+
+namespace topopreempt {
+
+/// Decides for one pending preemptor under one solver and cost model, call after call, on a
+/// state that changes in between (a scheduler's cycle). It keeps the scan result of every
+/// candidate domain it read (victims, fractional bound, or why it is hopeless), keyed by the
+/// versions (`Allocation::domain_version`) of the domains the scan depended on, and reads a
+/// domain again only when one of those versions changed. The searches themselves are redone
+/// (they depend on the incumbent of the call).
+///
+/// `decide(state)` returns exactly the plan `solver.solve(state, preemptor, model)` returns
+/// (same victims, placement, cost, status, verdicts and statistics; only
+/// `statistics.seconds` differs). It also keeps, by version, each host's part of
+/// `check_price_sum` (walked down from the root into changed subtrees only) and the gang
+/// domains where the preemptor did not fit without preemption. Every call still visits each
+/// candidate domain to compare versions, and redoes the searches, so a call after k changes
+/// costs O(candidate domains) cheap steps plus the reads of the changed domains and hosts and
+/// the searches, instead of reading every domain and pricing every workload. Results are reused
+/// across states of one topology: a state on another topology resets the cache. Versions are
+/// content digests, so decisions on copies of a state reuse each other's results correctly.
+///
+/// `Solver` is `solvers::greedy_solver`, `solvers::knapsack_solver` or
+/// `solvers::branch_and_bound_solver` (anything with a `solve(state, preemptor, model,
+/// detail::ScanCache&)` overload).
+///
+/// Thread-safety: a decider is single-threaded (`decide` mutates its cache); the state must
+/// not change during a `decide` call. Different deciders may decide concurrently on one state.
+template <class Solver, CostModel Model>
+class IncrementalDecider {
+ public:
+  /// A decider for `preemptor` (pending) under `solver` and `model`.
+  IncrementalDecider(Solver solver, Model model, Workload preemptor)
+      : solver_(std::move(solver)), model_(std::move(model)), preemptor_(std::move(preemptor)) {}
+
+  /// The plan for the preemptor on `state`, reusing every domain read whose versions did not
+  /// change. Throws as the solver does (the cache then keeps only results it had verified).
+  [[nodiscard]] PreemptionPlan decide(const Allocation& state) {
+    if (topology_ != &state.topology()) {
+      cache_ = detail::ScanCache{};
+      topology_ = &state.topology();
+    }
+    return solver_.solve(state, preemptor_, model_, cache_);
+  }
+
+  /// Domain reads answered from the cache, and reads done, over the decider's life.
+  [[nodiscard]] std::uint64_t reused_reads() const noexcept { return cache_.hits; }
+  [[nodiscard]] std::uint64_t fresh_reads() const noexcept { return cache_.misses; }
+
+  /// The preemptor decided for.
+  [[nodiscard]] const Workload& preemptor() const noexcept { return preemptor_; }
+
+ private:
+  Solver solver_;
+  Model model_;
+  Workload preemptor_;
+  detail::ScanCache cache_;
+  const Topology* topology_ = nullptr;
+};
+
+}  // namespace topopreempt

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file preemption_plan.hpp
+/// `PreemptionPlan`: the one result every solver returns.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topopreempt/model/placement.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
+
+namespace topopreempt {
+
+/// Outcome of a preemption decision.
+enum class PlanStatus : std::uint8_t {
+  optimal,               ///< victims found and proven minimum-cost (lower_bound == cost)
+  feasible,              ///< victims found; a limit was hit or the solver makes no optimality claim
+  infeasible,            ///< no placement even after evicting every eligible victim
+  no_preemption_needed,  ///< the preemptor fits as the cluster stands
+};
+
+/// "optimal", "feasible", ...
+[[nodiscard]] constexpr std::string_view to_string(PlanStatus status) noexcept {
+  switch (status) {
+    case PlanStatus::optimal: return "optimal";
+    case PlanStatus::feasible: return "feasible";
+    case PlanStatus::infeasible: return "infeasible";
+    case PlanStatus::no_preemption_needed: return "no_preemption_needed";
+  }
+  return "unknown";
+}
+
+/// What happens to one victim.
+enum class VictimAction : std::uint8_t {
+  evict,   ///< the whole gang is preempted
+  shrink,  ///< an elastic workload loses `dropped_replicas` and keeps running
+};
+
+/// One victim of a plan.
+struct Victim {
+  WorkloadId id;
+  VictimAction action = VictimAction::evict;
+  std::vector<std::int32_t> dropped_replicas;  ///< replica indices, for `shrink`
+  double cost = 0.0;                           ///< its share of the plan's cost
+  std::string reason;                          ///< e.g. "frees 2 GPUs in numa3"
+  friend bool operator==(const Victim&, const Victim&) = default;
+};
+
+/// Why a candidate domain did not win.
+struct DomainVerdict {
+  DomainId domain;
+  std::string reason;
+  friend bool operator==(const DomainVerdict&, const DomainVerdict&) = default;
+};
+
+/// Why a searched domain was not solved by the solver's exact method (or not to the end).
+enum class DowngradeReason : std::uint8_t {
+  precondition,        ///< a documented precondition of the exact method failed (knapsack)
+  cell_limit,          ///< the DP table would exceed the solver's cell limit (knapsack)
+  node_limit,          ///< the search-node budget ran out (branch_and_bound)
+  time_limit,          ///< the time limit ran out (branch_and_bound)
+  incomplete_options,  ///< an elastic victim had too many replicas to list every shrink
+};
+
+/// "precondition", "cell_limit", ...
+[[nodiscard]] constexpr std::string_view to_string(DowngradeReason reason) noexcept {
+  switch (reason) {
+    case DowngradeReason::precondition:
+      return "precondition";
+    case DowngradeReason::cell_limit:
+      return "cell_limit";
+    case DowngradeReason::node_limit:
+      return "node_limit";
+    case DowngradeReason::time_limit:
+      return "time_limit";
+    case DowngradeReason::incomplete_options:
+      return "incomplete_options";
+  }
+  return "unknown";
+}
+
+/// One searched domain where the solver fell back to a weaker method or stopped early, so the
+/// plan cannot claim optimality there. Structured, so callers need not parse the explanation.
+struct Downgrade {
+  DomainId domain;         ///< the candidate target domain concerned
+  DowngradeReason reason;  ///< which kind of precondition or limit
+  std::string detail;      ///< which one exactly, e.g. "DP table over 16777216 cells"
+  friend bool operator==(const Downgrade&, const Downgrade&) = default;
+};
+
+/// Work done by a solver.
+struct SolverStatistics {
+  std::uint64_t domains_considered = 0;  ///< candidate target domains looked at
+  std::uint64_t domains_pruned = 0;      ///< skipped by capacity or by bound, unread in depth
+  std::uint64_t domains_solved = 0;      ///< searched in depth
+  std::uint64_t nodes_explored = 0;      ///< search nodes (branch-and-bound, subsets)
+  std::uint64_t dp_cells = 0;            ///< dynamic-programming cells evaluated
+  std::uint64_t victims_considered = 0;  ///< candidate victims read
+  double seconds = 0.0;                  ///< wall time of the decision
+  bool limit_reached = false;            ///< a node or time limit stopped the search
+  friend bool operator==(const SolverStatistics&, const SolverStatistics&) = default;
+};
+
+/// The version of one domain a plan was computed against (`Allocation::domain_version`).
+struct DomainVersion {
+  DomainId domain;
+  std::uint64_t version = 0;
+  friend bool operator==(const DomainVersion&, const DomainVersion&) = default;
+};
+
+/// The answer to "what must be preempted so that this workload can start?".
+struct PreemptionPlan {
+  PlanStatus status = PlanStatus::infeasible;
+  std::string solver;                ///< which solver produced it
+  std::vector<Victim> victims;       ///< sorted by workload id
+  DomainId target_domain;            ///< the domain the preemptor lands in
+  Placement placement;               ///< the preemptor's placement, down to devices
+  double cost = 0.0;                 ///< total victim cost under the cost model used
+  double lower_bound = 0.0;          ///< best proven lower bound on the optimal cost
+  LevelIndex gang_level = 0;         ///< level of the lowest domain holding all replicas
+  LevelIndex replica_level = 0;      ///< loosest level among the replicas' own domains
+  bool topology_satisfied = true;    ///< false only for topology-blind baselines
+  std::vector<DomainVerdict> rejected;  ///< why other domains lost (capped in length)
+  std::uint64_t rejected_total = 0;     ///< how many domains lost in all
+  /// Searched domains where the exact method did not apply or stopped early, in search order:
+  /// why a `feasible` plan is not proven. An `optimal` plan may list domains whose bound was
+  /// beaten anyway. Always empty for greedy (it claims nothing) and the baselines.
+  std::vector<Downgrade> downgrades;
+  std::string explanation;              ///< readable summary of all of the above
+  SolverStatistics statistics;
+  /// The workload this plan is for (`commit` refuses any other).
+  WorkloadId preemptor;
+  /// What the plan relies on to stay valid, sorted by domain id: the version, as the state
+  /// stood when it was computed, of the host-level domain of every placement entry and of
+  /// every victim's entries (the entry's own domain when it lies above the host level). While
+  /// none of them moved, the victims are still there as described and the placement still
+  /// fits once they are gone. Empty for an infeasible plan. See plan_transaction.hpp.
+  std::vector<DomainVersion> dependencies;
+
+  /// True for `optimal` and `feasible`.
+  [[nodiscard]] bool has_victims_plan() const noexcept {
+    return status == PlanStatus::optimal || status == PlanStatus::feasible;
+  }
+  /// Relative optimality gap (cost - bound) / max(cost, tiny); 0 when proven optimal.
+  [[nodiscard]] double gap() const noexcept {
+    if (!has_victims_plan()) return 0.0;
+    const double denominator = std::max(std::abs(cost), 1e-12);
+    return std::max(0.0, (cost - lower_bound) / denominator);
+  }
+  friend bool operator==(const PreemptionPlan& a, const PreemptionPlan& b) {
+    // Timing is the one thing that may differ between identical decisions.
+    SolverStatistics sa = a.statistics;
+    SolverStatistics sb = b.statistics;
+    sa.seconds = sb.seconds = 0.0;
+    return a.status == b.status && a.solver == b.solver && a.victims == b.victims &&
+           a.target_domain == b.target_domain && a.placement == b.placement && a.cost == b.cost &&
+           a.lower_bound == b.lower_bound && a.gang_level == b.gang_level &&
+           a.replica_level == b.replica_level && a.topology_satisfied == b.topology_satisfied &&
+           a.rejected == b.rejected && a.rejected_total == b.rejected_total &&
+           a.downgrades == b.downgrades && a.explanation == b.explanation && sa == sb &&
+           a.preemptor == b.preemptor && a.dependencies == b.dependencies;
+  }
+};
+
+}  // namespace topopreempt

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file verifier.hpp
+/// An independent check of any `PreemptionPlan` against the rules of DESIGN.md §3.
+///
+/// The verifier shares no code with the solvers: it re-applies the plan to a *copy* of the
+/// state through the public `Allocation` operations (`remove`, `shrink`, `add`), whose own
+/// validation (capacity, whole devices, shares, pooled sums, one host per replica, guaranteed
+/// scopes) is the ground truth. A solver bug therefore cannot hide behind a shared helper.
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/placement.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
+
+namespace topopreempt {
+
+/// How strictly `verify_plan` judges a plan.
+struct VerifyOptions {
+  /// True: the preemptor's guaranteed scopes must hold and `topology_satisfied` must be true.
+  /// False (topology-blind baselines such as `kube_default`): the placement is checked with the
+  /// preemptor's scopes relaxed to `none`; whether the guaranteed scopes held anyway is reported
+  /// in `PlanVerdict::topology_ok` instead of being a violation.
+  bool require_topology = true;
+  /// Relative tolerance for cost comparisons: |a - b| <= tolerance * max(1, |a|, |b|).
+  double tolerance = 1e-9;
+};
+
+/// The verifier's answer.
+struct PlanVerdict {
+  /// No violation found.
+  bool ok = true;
+  /// The placement honours every guaranteed scope of the preemptor (vacuously true when the plan
+  /// has no placement). Meaningful mostly with `require_topology = false`: it is how the
+  /// topology hit rate of a topology-blind baseline is measured.
+  bool topology_ok = true;
+  /// One line per broken rule, each naming the workload, replica or domain at fault.
+  std::vector<std::string> violations;
+
+  /// "plan ok" or "N violation(s): first; second; ...".
+  [[nodiscard]] std::string summary() const {
+    if (violations.empty()) return "plan ok";
+    std::string text = std::to_string(violations.size()) + " violation(s): ";
+    for (std::size_t i = 0; i < violations.size(); ++i) {
+      if (i > 0) text += "; ";
+      text += violations[i];
+    }
+    return text;
+  }
+};
+
+/// Whether `workload` has a placement honouring its guaranteed scopes as `state` stands.
+[[nodiscard]] inline bool fits_without_preemption(const Allocation& state,
+                                                  const Workload& workload) {
+  return find_placement(state, workload).found;
+}
+
+namespace detail::verification {
+
+/// Collects violations; keeps `verify_plan` itself a readable list of rules.
+class VerdictBuilder {
+ public:
+  void fail(std::string message) { verdict_.violations.push_back(std::move(message)); }
+  void set_topology_ok(bool value) { verdict_.topology_ok = value; }
+  [[nodiscard]] PlanVerdict finish() && {
+    verdict_.ok = verdict_.violations.empty();
+    return std::move(verdict_);
+  }
+
+ private:
+  PlanVerdict verdict_;
+};
+
+[[nodiscard]] inline bool costs_agree(double a, double b, double tolerance) {
+  return std::abs(a - b) <= tolerance * std::max({1.0, std::abs(a), std::abs(b)});
+}
+
+/// Enough digits to tell apart two costs that differ beyond the tolerance.
+[[nodiscard]] inline std::string number(double value) {
+  char buffer[64];
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return error == std::errc() ? std::string(buffer, end) : std::string("?");
+}
+
+/// The preemptor with both scopes relaxed to `none` (how a topology-blind baseline sees it).
+[[nodiscard]] inline Workload relaxed(Workload workload) {
+  workload.replica_scope = {};
+  workload.gang_scope = {};
+  return workload;
+}
+
+/// Whether every *guaranteed* scope of `workload` holds for `placement` (levels only; capacity
+/// is `Allocation::add`'s business).
+[[nodiscard]] inline bool guaranteed_scopes_hold(const Topology& topology, const Workload& workload,
+                                                 const Placement& placement) {
+  if (placement.replicas.empty()) return true;
+  if (workload.replica_scope.mode == RequirementMode::guaranteed) {
+    const auto level = topology.find_level(workload.replica_scope.level);
+    if (!level) return false;
+    for (std::size_t r = 0; r < placement.replicas.size(); ++r) {
+      if (placement.replicas[r].entries.empty()) continue;
+      if (topology.level(placement.replica_domain(topology, r)) < *level) return false;
+    }
+  }
+  if (workload.gang_scope.mode == RequirementMode::guaranteed) {
+    const auto level = topology.find_level(workload.gang_scope.level);
+    if (!level) return false;
+    if (topology.level(placement.enclosing_domain(topology)) < *level) return false;
+  }
+  return true;
+}
+
+/// Whether every entry of the placement names a domain of the topology (so that the level and
+/// containment checks below may call the topology safely).
+[[nodiscard]] inline bool placement_in_topology(const Topology& topology,
+                                                const Placement& placement) {
+  for (const auto& replica : placement.replicas) {
+    for (const auto& entry : replica.entries) {
+      if (!entry.domain.valid() || entry.domain.value >= topology.size()) return false;
+    }
+  }
+  return true;
+}
+
+/// Status rules that need no state: bounds, and which statuses may carry victims or a placement.
+inline void check_status(VerdictBuilder& out, const PreemptionPlan& plan, double tolerance) {
+  const std::string status(to_string(plan.status));
+  if (!std::isfinite(plan.cost) || plan.cost < 0.0) {
+    out.fail("plan cost " + number(plan.cost) + " is not finite and non-negative");
+  }
+  if (std::isnan(plan.lower_bound)) out.fail("plan lower bound is NaN");
+  switch (plan.status) {
+    case PlanStatus::no_preemption_needed:
+      if (!plan.victims.empty()) {
+        out.fail("status no_preemption_needed but the plan has " +
+                 std::to_string(plan.victims.size()) + " victim(s)");
+      }
+      break;
+    case PlanStatus::infeasible:
+      if (!plan.victims.empty()) {
+        out.fail("status infeasible but the plan has " + std::to_string(plan.victims.size()) +
+                 " victim(s)");
+      }
+      if (!plan.placement.replicas.empty())
+        out.fail("status infeasible but the plan has a placement");
+      if (plan.explanation.empty()) out.fail("status infeasible without an explanation");
+      break;
+    case PlanStatus::optimal:
+      if (std::abs(plan.lower_bound - plan.cost) > tolerance * std::max(1.0, std::abs(plan.cost))) {
+        out.fail("status optimal but lower bound " + number(plan.lower_bound) +
+                 " differs from cost " + number(plan.cost));
+      }
+      [[fallthrough]];
+    case PlanStatus::feasible:
+      if (plan.lower_bound > plan.cost + tolerance * std::max(1.0, std::abs(plan.cost))) {
+        out.fail("status " + status + " but lower bound " + number(plan.lower_bound) +
+                 " exceeds cost " + number(plan.cost));
+      }
+      if (plan.victims.empty()) {
+        out.fail("status " + status + " without victims (should be no_preemption_needed)");
+      }
+      break;
+  }
+}
+
+/// Victim eligibility, order, action shape and price; applies each victim to `after`.
+template <CostModel Model>
+void check_and_apply_victims(VerdictBuilder& out, const Allocation& state, Allocation& after,
+                             const Workload& preemptor, const PreemptionPlan& plan,
+                             const Model& cost_model, double tolerance) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < plan.victims.size(); ++i) {
+    const Victim& victim = plan.victims[i];
+    const std::string who = "victim workload " + std::to_string(victim.id.value);
+    if (i > 0 && !(plan.victims[i - 1].id < victim.id)) {
+      const bool repeated = plan.victims[i - 1].id == victim.id;
+      out.fail(who + (repeated ? " is listed more than once"
+                               : " is out of order (victims must be sorted by id)"));
+      if (repeated) continue;  // already applied once
+    }
+    if (!state.contains(victim.id)) {
+      out.fail(who + " is not running");
+      continue;
+    }
+    const Workload& running = state.workload(victim.id);
+    const std::string label = "victim " + running.label();
+    if (!running.preemptible) out.fail(label + " is not preemptible");
+    if (running.priority >= preemptor.priority) {
+      out.fail(label + " has priority " + std::to_string(running.priority) +
+               ", not lower than the preemptor's " + std::to_string(preemptor.priority));
+    }
+    std::optional<double> expected;
+    try {
+      if (victim.action == VictimAction::evict) {
+        if (!victim.dropped_replicas.empty()) {
+          out.fail(label + " is evicted but lists " +
+                   std::to_string(victim.dropped_replicas.size()) + " dropped replica(s)");
+        }
+        expected = cost_model.evict(running);
+        after.remove(victim.id);
+      } else {
+        if (!running.min_replicas) out.fail(label + " is shrunk but is not elastic");
+        if (victim.dropped_replicas.empty()) out.fail(label + " is shrunk by zero replicas");
+        const auto dropped = static_cast<std::int32_t>(victim.dropped_replicas.size());
+        expected = cost_model.shrink(running, dropped);
+        after.shrink(victim.id, victim.dropped_replicas);  // checks indices and min_replicas
+      }
+    } catch (const std::exception& error) {
+      out.fail(label + ": " + error.what());
+    }
+    if (expected) {
+      if (!costs_agree(victim.cost, *expected, tolerance)) {
+        out.fail(label + " costs " + number(victim.cost) + " in the plan but " + number(*expected) +
+                 " under cost model " + std::string(Model::name));
+      }
+      total += *expected;
+    }
+  }
+  double listed = 0.0;
+  for (const Victim& victim : plan.victims) listed += victim.cost;
+  if (!costs_agree(plan.cost, listed, tolerance)) {
+    out.fail("plan cost " + number(plan.cost) + " is not the sum of its victims' costs " +
+             number(listed));
+  }
+  if (!costs_agree(plan.cost, total, tolerance)) {
+    out.fail("plan cost " + number(plan.cost) + " differs from the cost model's total " +
+             number(total));
+  }
+}
+
+/// The preemptor's placement against the state after the victims are gone.
+inline void check_placement(VerdictBuilder& out, Allocation& after, const Workload& preemptor,
+                            const PreemptionPlan& plan, const VerifyOptions& options) {
+  const Topology& topology = after.topology();
+  if (!placement_in_topology(topology, plan.placement)) {
+    out.fail("the placement of " + preemptor.label() + " names a domain outside the topology");
+    out.set_topology_ok(false);
+    return;
+  }
+  const bool scopes_hold = guaranteed_scopes_hold(topology, preemptor, plan.placement);
+  out.set_topology_ok(scopes_hold);
+  if (options.require_topology && !plan.topology_satisfied) {
+    out.fail("the plan says topology_satisfied = false but the topology is required");
+  }
+  if (!options.require_topology && plan.topology_satisfied && !scopes_hold) {
+    out.fail("the plan says topology_satisfied = true but " + preemptor.label() +
+             " breaks a guaranteed scope");
+  }
+  try {
+    after.add(options.require_topology ? preemptor : relaxed(preemptor), plan.placement);
+  } catch (const std::exception& error) {
+    out.fail("placing " + preemptor.label() + " after the victims are gone fails: " + error.what());
+  }
+  if (!plan.target_domain.valid() || plan.target_domain.value >= topology.size()) {
+    out.fail("the plan places " + preemptor.label() + " but has no valid target domain");
+  } else {
+    // A replica lies in the target when its footprint does: a pool that encloses its devices
+    // (a NUMA node's CPUs serving GPUs under a PCIe switch) may sit above a tight target.
+    for (std::size_t r = 0; r < plan.placement.replicas.size(); ++r) {
+      if (plan.placement.replicas[r].entries.empty()) continue;
+      const DomainId footprint = plan.placement.replica_domain(topology, r);
+      if (!topology.contains(plan.target_domain, footprint)) {
+        out.fail(preemptor.label() + " replica " + std::to_string(r) + " occupies " +
+                 topology.describe(footprint) + ", outside target " +
+                 topology.describe(plan.target_domain));
+      }
+    }
+  }
+  if (plan.placement.replicas.empty()) return;
+  const LevelIndex gang_level = topology.level(plan.placement.enclosing_domain(topology));
+  if (plan.gang_level != gang_level) {
+    out.fail("plan gang_level " + std::to_string(plan.gang_level) +
+             " but the placement's gang level is " + std::to_string(gang_level) + " (" +
+             topology.levels()[gang_level] + ")");
+  }
+  auto replica_level = static_cast<LevelIndex>(topology.levels().size() - 1);
+  for (std::size_t r = 0; r < plan.placement.replicas.size(); ++r) {
+    replica_level =
+        std::min(replica_level, topology.level(plan.placement.replica_domain(topology, r)));
+  }
+  if (plan.replica_level != replica_level) {
+    out.fail("plan replica_level " + std::to_string(plan.replica_level) +
+             " but the placement's loosest replica level is " + std::to_string(replica_level) +
+             " (" + topology.levels()[replica_level] + ")");
+  }
+}
+
+/// "Infeasible" must mean infeasible: after evicting every eligible victim, no placement that
+/// `Allocation::add` accepts may exist. Only a found placement counts (sound, not complete).
+inline void check_infeasible_claim(VerdictBuilder& out, const Allocation& state,
+                                   const Workload& preemptor) {
+  Allocation emptied = state;
+  for (WorkloadId id : state.workload_ids()) {
+    const Workload& running = state.workload(id);
+    if (running.preemptible && running.priority < preemptor.priority) emptied.remove(id);
+  }
+  const PlacementSearchResult found = find_placement(emptied, preemptor);
+  if (!found.found) return;
+  try {
+    emptied.add(preemptor, found.placement);
+  } catch (const std::exception&) {
+    return;  // the search's placement is not valid either: no evidence against the claim
+  }
+  out.fail("status infeasible, but evicting every eligible victim admits " + preemptor.label() +
+           " at " + found.placement.describe(state.topology()));
+}
+
+}  // namespace detail::verification
+
+/// Checks `plan`, computed for `preemptor` on `state` under `cost_model`, against every rule of
+/// DESIGN.md §3, on a copy of `state` (which is not modified). Rules:
+/// - status: `no_preemption_needed` has no victims and its placement fits the untouched state;
+///   `infeasible` has no victims, no placement, an explanation, and indeed no placement exists
+///   after evicting every eligible victim; `optimal` has lower bound == cost, `feasible` and
+///   `optimal` have lower bound <= cost and at least one victim; if the preemptor fits as the
+///   state stands (at any tier, for best-effort scopes), the plan has no victims;
+/// - victims: running, preemptible, strictly lower priority, listed once, sorted by id; an
+///   eviction drops no replica list, a shrink is of an elastic workload with valid, distinct
+///   indices leaving at least `min_replicas`;
+/// - cost: each victim's cost is the model's `evict`/`shrink` price; the plan's cost their sum;
+/// - placement: accepted by `Allocation::add` once the victims are gone (capacity, devices,
+///   shares, pooled sums, one host per replica, guaranteed scopes unless relaxed by
+///   `options.require_topology = false`), inside `target_domain`, with matching `gang_level`
+///   and `replica_level`.
+/// Determinism is not checked here (compare two plans with `operator==`).
+template <CostModel Model>
+[[nodiscard]] PlanVerdict verify_plan(const Allocation& state, const Workload& preemptor,
+                                      const PreemptionPlan& plan, const Model& cost_model,
+                                      VerifyOptions options = {}) {
+  namespace rules = detail::verification;
+  rules::VerdictBuilder out;
+  try {
+    validate(preemptor, state.topology());
+  } catch (const std::exception& error) {
+    out.fail(std::string("the preemptor is invalid: ") + error.what());
+    return std::move(out).finish();
+  }
+  const Workload judged = options.require_topology ? preemptor : rules::relaxed(preemptor);
+  rules::check_status(out, plan, options.tolerance);
+  Allocation after = state;  // copies share the immutable topology
+  rules::check_and_apply_victims(out, state, after, preemptor, plan, cost_model, options.tolerance);
+  switch (plan.status) {
+    case PlanStatus::infeasible:
+      rules::check_infeasible_claim(out, state, judged);
+      break;
+    case PlanStatus::no_preemption_needed:
+    case PlanStatus::optimal:
+    case PlanStatus::feasible:
+      if (plan.placement.replicas.empty()) {
+        out.fail("status " + std::string(to_string(plan.status)) + " without a placement for " +
+                 preemptor.label());
+      } else {
+        rules::check_placement(out, after, preemptor, plan, options);
+      }
+      // DESIGN §3: "if P fits without preemption, the plan has zero victims" (best effort too:
+      // a tighter tier is no reason to preempt). Judged with P's real scopes even in relaxed
+      // mode: a topology-blind baseline rightly preempts when P fits only with its scopes
+      // broken (kube_default's own filter is topology-aware).
+      if (plan.status != PlanStatus::no_preemption_needed && !plan.victims.empty() &&
+          fits_without_preemption(state, preemptor)) {
+        out.fail(preemptor.label() + " fits without preemption, yet the plan preempts " +
+                 std::to_string(plan.victims.size()) + " victim(s)");
+      }
+      break;
+  }
+  return std::move(out).finish();
+}
+
+}  // namespace topopreempt

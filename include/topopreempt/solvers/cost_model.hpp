@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file cost_model.hpp
+/// `CostModel`: what evicting or shrinking one victim costs. Costs are additive over victims,
+/// non-negative and finite; solvers minimise their sum.
+
+#include <algorithm>
+#include <cmath>
+#include <concepts>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/workload.hpp"
+
+namespace topopreempt {
+
+/// A cost model prices two actions on a running workload `victim`:
+/// - `evict(victim)`: preempt the whole gang;
+/// - `shrink(victim, dropped)`: drop `dropped` (>= 1) replicas of an elastic workload.
+/// Both must be finite, >= 0, and `shrink(v, k)` <= `evict(v)` is expected (not required).
+/// Models are small value types; they must be safe to call concurrently (const, no state).
+template <class Model>
+concept CostModel = requires(const Model& model, const Workload& victim, std::int32_t dropped) {
+  { model.evict(victim) } -> std::convertible_to<double>;
+  { model.shrink(victim, dropped) } -> std::convertible_to<double>;
+  { Model::name } -> std::convertible_to<std::string_view>;
+};
+
+/// Optional declaration that lets solvers bound a domain's cost without reading its occupants:
+/// `least_price()` is a price no action (eviction or shrink) on any victim undercuts. Every
+/// plan with k victims then costs at least k x least_price(), and since a decision is only
+/// searched when the preemptor does not fit anywhere as things stand, every candidate domain
+/// costs at least least_price(). Solvers check the declaration against every eligible victim's
+/// prices (`check_price_sum`) and reject a model that breaks it. A model that declares nothing
+/// gets the bound 0 (every feasible domain is then read, as before).
+template <class Model>
+concept PriceFloorModel = CostModel<Model> && requires(const Model& model) {
+  { model.least_price() } -> std::convertible_to<double>;
+};
+
+/// Optional declaration that every action (eviction or any shrink) on every victim costs
+/// exactly `uniform_price()` (`cost::victim_count`). `check_price_sum` then needs no pass over
+/// the running workloads: the sum of n prices is n x uniform_price(). Solvers still price each
+/// victim they read through `evict`/`shrink` and check each answer; a model that declares a
+/// uniform price must return it from both.
+template <class Model>
+concept UniformPriceModel = PriceFloorModel<Model> && requires(const Model& model) {
+  { model.uniform_price() } -> std::convertible_to<double>;
+};
+
+/// The declared price floor of `model`, or 0 when it declares none.
+template <CostModel Model>
+[[nodiscard]] double least_price_of(const Model& model) {
+  if constexpr (PriceFloorModel<Model>) {
+    return static_cast<double>(model.least_price());
+  } else {
+    return 0.0;
+  }
+}
+
+namespace cost {
+
+/// Number of disrupted workloads: 1 per eviction, 1 per shrink.
+struct victim_count {
+  static constexpr std::string_view name = "victim_count";
+  [[nodiscard]] double evict(const Workload&) const noexcept { return 1.0; }
+  [[nodiscard]] double shrink(const Workload&, std::int32_t) const noexcept { return 1.0; }
+  /// Every action costs 1.
+  [[nodiscard]] double least_price() const noexcept { return 1.0; }
+  /// Every action costs exactly 1 (no victim is dearer either).
+  [[nodiscard]] double uniform_price() const noexcept { return 1.0; }
+};
+
+/// Priority-weighted: `priority + offset` per evicted workload (offset 2^31 makes every int32
+/// priority positive, as the topology-aware preemption paper does), pro rata per dropped
+/// replica for a shrink. Prefers few, low-priority victims.
+struct priority_weighted {
+  static constexpr std::string_view name = "priority_weighted";
+  double offset = 2147483648.0;
+  [[nodiscard]] double evict(const Workload& victim) const noexcept {
+    return static_cast<double>(victim.priority) + offset;
+  }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
+    return evict(victim) * dropped / std::max(victim.replicas, 1);
+  }
+};
+
+/// Kubernetes' DefaultPreemption order as an additive cost. Kubernetes picks the node whose
+/// victims have (1) the lowest highest priority, then (2) the smallest priority sum, then
+/// (3) the fewest victims. Each victim costs `base^rank(priority)` (rank 1 = lowest distinct
+/// priority in `priorities`), so criterion (1) holds exactly while a candidate set has fewer
+/// than `base` victims; ties are then broken by fewer victims at each priority from the top,
+/// which refines (2)-(3). Exact in double precision while ranks x log2(base) <= 52.
+class kubernetes_order {
+ public:
+  static constexpr std::string_view name = "kubernetes_order";
+  /// `priorities`: every priority a victim may have (e.g. all running priorities).
+  explicit kubernetes_order(std::vector<std::int32_t> priorities, double base = 1024.0)
+      : priorities_(std::move(priorities)), base_(base) {
+    std::sort(priorities_.begin(), priorities_.end());
+    priorities_.erase(std::unique(priorities_.begin(), priorities_.end()), priorities_.end());
+    if (!(base_ >= 2.0)) throw std::invalid_argument("kubernetes_order: base must be >= 2");
+    if (std::log2(base_) * static_cast<double>(priorities_.size()) > 1000.0) {
+      throw std::invalid_argument("kubernetes_order: too many distinct priorities for doubles");
+    }
+  }
+  /// Collects the priorities of every running workload of `state`.
+  [[nodiscard]] static kubernetes_order of(const Allocation& state, double base = 1024.0) {
+    std::vector<std::int32_t> priorities;
+    state.for_each_workload([&](const Workload& w) { priorities.push_back(w.priority); });
+    return kubernetes_order(std::move(priorities), base);
+  }
+  [[nodiscard]] double evict(const Workload& victim) const {
+    const auto it = std::lower_bound(priorities_.begin(), priorities_.end(), victim.priority);
+    if (it == priorities_.end() || *it != victim.priority) {
+      throw std::invalid_argument("kubernetes_order: priority " + std::to_string(victim.priority) +
+                                  " of " + victim.label() + " was not registered");
+    }
+    return std::pow(base_, static_cast<double>(it - priorities_.begin()));
+  }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t) const { return evict(victim); }
+  /// The lowest rank costs base^0 = 1.
+  [[nodiscard]] double least_price() const noexcept { return 1.0; }
+
+ private:
+  std::vector<std::int32_t> priorities_;
+  double base_;
+};
+
+/// Lost work: GPU-seconds since the last checkpoint (whole devices, or the share in GPUs,
+/// times replicas times `seconds_since_checkpoint`), plus `floor` per victim so that a victim
+/// that just checkpointed is still not free to evict.
+struct lost_work {
+  static constexpr std::string_view name = "lost_work";
+  double floor = 1.0;
+  [[nodiscard]] static double gpus_per_replica(const Workload& victim) noexcept {
+    if (victim.demand.whole_devices > 0) return victim.demand.whole_devices;
+    // A share: gpu_milli is dimension 0 of the standard schema; other schemas count 1 device.
+    return victim.demand.resources.size() > 0 ? static_cast<double>(victim.demand.resources(0)) / 1000.0
+                                              : 1.0;
+  }
+  [[nodiscard]] double evict(const Workload& victim) const noexcept {
+    return floor + gpus_per_replica(victim) * victim.replicas *
+                       std::max(victim.cost.seconds_since_checkpoint, 0.0);
+  }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
+    return floor + gpus_per_replica(victim) * dropped *
+                       std::max(victim.cost.seconds_since_checkpoint, 0.0);
+  }
+  /// Lost work is never negative: `floor` per victim.
+  [[nodiscard]] double least_price() const noexcept { return std::max(floor, 0.0); }
+};
+
+/// Model reload cost (Compass): seconds to load the victim's model back into GPU memory,
+/// `model_size_gib / bandwidth_gib_per_s` per replica, plus `floor` per victim.
+struct reload_time {
+  static constexpr std::string_view name = "reload_time";
+  double bandwidth_gib_per_s = 2.0;
+  double floor = 1.0;
+  [[nodiscard]] double evict(const Workload& victim) const noexcept {
+    return floor + victim.replicas * std::max(victim.cost.model_size_gib, 0.0) / bandwidth_gib_per_s;
+  }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
+    return floor + dropped * std::max(victim.cost.model_size_gib, 0.0) / bandwidth_gib_per_s;
+  }
+  /// `floor` per victim (the reload time is >= 0 for a positive bandwidth, else no floor).
+  [[nodiscard]] double least_price() const noexcept {
+    return bandwidth_gib_per_s > 0.0 ? std::max(floor, 0.0) : 0.0;
+  }
+};
+
+/// `first_weight * First + second_weight * Second`: combine any two models.
+template <CostModel First, CostModel Second>
+struct weighted_sum {
+  static constexpr std::string_view name = "weighted_sum";
+  First first;
+  Second second;
+  double first_weight = 1.0;
+  double second_weight = 1.0;
+  [[nodiscard]] double evict(const Workload& victim) const {
+    return first_weight * first.evict(victim) + second_weight * second.evict(victim);
+  }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const {
+    return first_weight * first.shrink(victim, dropped) + second_weight * second.shrink(victim, dropped);
+  }
+  /// Declared when both parts declare one and both weights are >= 0.
+  [[nodiscard]] double least_price() const
+    requires PriceFloorModel<First> && PriceFloorModel<Second>
+  {
+    if (!(first_weight >= 0.0) || !(second_weight >= 0.0)) return 0.0;
+    return first_weight * first.least_price() + second_weight * second.least_price();
+  }
+};
+
+}  // namespace cost
+
+/// Checks a model's answer: finite and non-negative, else `std::invalid_argument` naming the
+/// model and the victim (solvers call this; a bad price must not produce a silent plan).
+[[nodiscard]] inline double checked_cost(double value, std::string_view model, const Workload& victim) {
+  if (!std::isfinite(value) || value < 0.0) {
+    throw std::invalid_argument("cost model '" + std::string(model) + "' priced " + victim.label() +
+                                " at " + std::to_string(value) + "; costs must be finite and >= 0");
+  }
+  return value;
+}
+
+namespace detail {
+
+/// Throws `std::invalid_argument` naming the model when its declared `least_price()` (and
+/// `uniform_price()`, if declared) is not finite and >= 0, or the uniform price undercuts the
+/// floor. Returns the floor.
+template <CostModel Model>
+double checked_price_declarations(const Model& model) {
+  const double floor = least_price_of(model);
+  if (!std::isfinite(floor) || floor < 0.0) {
+    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' declares least_price() " +
+                                std::to_string(floor) + "; it must be finite and >= 0");
+  }
+  if constexpr (UniformPriceModel<Model>) {
+    const auto uniform = static_cast<double>(model.uniform_price());
+    if (!std::isfinite(uniform) || uniform < floor) {
+      throw std::invalid_argument("cost model '" + std::string(Model::name) + "' declares uniform_price() " +
+                                  std::to_string(uniform) + "; it must be finite and >= least_price() " +
+                                  std::to_string(floor));
+    }
+  }
+  return floor;
+}
+
+/// Checks one eligible victim's prices (each valid, none below `floor`) and returns its
+/// dearest action's price.
+template <CostModel Model>
+double checked_dearest_price(const Model& model, const Workload& victim, double floor) {
+  double dearest = checked_cost(static_cast<double>(model.evict(victim)), Model::name, victim);
+  double cheapest = dearest;
+  for (std::int32_t dropped = 1; dropped <= victim.shrinkable_replicas(); ++dropped) {
+    const double price = checked_cost(static_cast<double>(model.shrink(victim, dropped)), Model::name, victim);
+    dearest = std::max(dearest, price);
+    cheapest = std::min(cheapest, price);
+  }
+  // A declared floor lets solvers prune domains unread: a price below it would make plans wrong.
+  if (cheapest < floor) {
+    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " + victim.label() +
+                                " at " + std::to_string(cheapest) + ", below its declared least_price() " +
+                                std::to_string(floor));
+  }
+  return dearest;
+}
+
+/// The error `check_price_sum` raises when the prices sum past the largest double.
+template <CostModel Model>
+[[noreturn]] void throw_price_sum_overflow(const Workload& preemptor) {
+  throw std::invalid_argument("cost model '" + std::string(Model::name) + "': the prices of the " +
+                              "victims " + preemptor.label() + " may preempt sum past the " +
+                              "largest double (1.8e308); rescale the model");
+}
+
+}  // namespace detail
+
+/// Rejects a model whose prices cannot all be added up: throws `std::invalid_argument` naming
+/// the model when the prices of every victim `preemptor` may have in `state` (preemptible,
+/// strictly lower priority), each at its dearest action (eviction or any shrink), sum past the
+/// largest finite double. Every plan's cost is at most that sum, so below it no cost or bound
+/// of any solver can overflow to infinity (which would read as "no plan", a wrong
+/// `infeasible`); above it the model must be rescaled. Also rejects an invalid single price
+/// (see `checked_cost`), and a model whose declared `least_price()` (see `PriceFloorModel`) is
+/// not finite and >= 0 or is undercut by some victim's price. Every solver and baseline calls
+/// this first. Cost: one pass over the running workloads, or O(1) for a `UniformPriceModel`
+/// whose price times the number of running workloads is finite (its prices are declared, not
+/// read; `IncrementalDecider` re-checks only the hosts that changed).
+template <CostModel Model>
+void check_price_sum(const Allocation& state, const Workload& preemptor, const Model& model) {
+  const double floor = detail::checked_price_declarations(model);
+  if constexpr (UniformPriceModel<Model>) {
+    if (std::isfinite(static_cast<double>(model.uniform_price()) * static_cast<double>(state.size()))) return;
+  }
+  double total = 0.0;
+  state.for_each_workload([&](const Workload& victim) {
+    if (!victim.preemptible || victim.priority >= preemptor.priority) return;
+    total += detail::checked_dearest_price(model, victim, floor);
+  });
+  if (!std::isfinite(total)) detail::throw_price_sum_overflow<Model>(preemptor);
+}
+
+}  // namespace topopreempt

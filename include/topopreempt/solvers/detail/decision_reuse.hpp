@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file decision_reuse.hpp
+/// What an `IncrementalDecider` keeps between two decisions besides its domain scans: the
+/// per-host part of `check_price_sum`, and which gang domains could not hold the preemptor
+/// without preemption. Both are keyed by `Allocation::domain_version`, so a decision after k
+/// changes redoes only the hosts and domains those changes touched, and answers exactly as the
+/// cold path does.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
+
+namespace topopreempt::detail {
+
+/// Per domain at or above the host level: the dearest-price sum of the eligible victims its
+/// hosts own (a workload is owned by the host of its first entry that lies in a host, so a
+/// gang counts once), and how many running workloads they own, with the domain's version when
+/// computed. Valid for one preemptor priority and one cost model.
+struct PriceCheckCache {
+  struct Node {
+    std::uint64_t version = 0;
+    bool valid = false;
+    double dearest_sum = 0.0;
+    std::size_t owned = 0;
+  };
+  std::vector<Node> nodes;                 ///< slot = level_offset[level] + ordinal
+  std::vector<std::size_t> level_offset;  ///< first slot of each level up to the host level
+  const Topology* topology = nullptr;
+  std::int32_t priority = 0;
+};
+
+/// Which domains of each gang tier of `find_placement` could not hold the preemptor, keyed by
+/// the version of the subtree `replicas_that_fit` reads (the domain, or its host when it lies
+/// below the host level: pools up to the host serve its units). Only "does not fit" is kept:
+/// a domain that fit is always re-examined.
+struct FitCache {
+  struct Entry {
+    std::uint64_t key = 0;
+    bool no_fit = false;
+  };
+  std::vector<std::vector<Entry>> tiers;
+  const Topology* topology = nullptr;
+};
+
+/// `check_price_sum(state, preemptor, model)` that re-reads only what changed since `cache`
+/// last saw the state: it walks down from the root into the domains whose version changed
+/// (reusing every unchanged subtree's sum) and re-prices the occupants of changed hosts only,
+/// so k changes cost O(k x depth x fan-out). Throws exactly what `check_price_sum` throws (on
+/// any failure it defers to it, so the message names the same victim). Falls back to the full
+/// pass when some running workload lies in no host, or when the sum nears the largest double
+/// (where the order of the additions could decide overflow).
+template <CostModel Model>
+void check_price_sum_reusing(const Allocation& state, const Workload& preemptor, const Model& model,
+                             PriceCheckCache& cache) {
+  if constexpr (UniformPriceModel<Model>) {
+    check_price_sum(state, preemptor, model);  // O(1) already
+  } else {
+    const double floor = checked_price_declarations(model);
+    const Topology& topology = state.topology();
+    const LevelIndex host_level = topology.host_level();
+    if (cache.topology != &topology || cache.priority != preemptor.priority) {
+      cache.level_offset.assign(static_cast<std::size_t>(host_level) + 2, 0);
+      for (LevelIndex level = 0; level <= host_level; ++level) {
+        cache.level_offset[level + 1U] = cache.level_offset[level] + topology.domains_at(level).size();
+      }
+      cache.nodes.assign(cache.level_offset.back(), {});
+      cache.topology = &topology;
+      cache.priority = preemptor.priority;
+    }
+    const auto price_host = [&](DomainId host, PriceCheckCache::Node& node) {
+      double sum = 0.0;
+      std::size_t count = 0;
+      state.for_each_occupant_unordered(host, [&](const WorkloadView& view) {
+        DomainId owner;
+        for (const DomainId domain : view.domains) {
+          owner = topology.ancestor_at(domain, host_level);
+          if (owner.valid()) break;
+        }
+        if (owner != host) return;  // counted by an earlier host of its gang
+        ++count;
+        const Workload& victim = view.workload;
+        if (!victim.preemptible || victim.priority >= preemptor.priority) return;
+        sum += checked_dearest_price(model, victim, floor);
+      });
+      node.dearest_sum = sum;
+      node.owned = count;
+    };
+    const auto visit = [&](const auto& self, DomainId domain) -> const PriceCheckCache::Node& {
+      const LevelIndex level = topology.level(domain);
+      PriceCheckCache::Node& node = cache.nodes[cache.level_offset[level] + topology.ordinal(domain)];
+      const std::uint64_t version = state.domain_version(domain);
+      if (node.valid && node.version == version) return node;
+      node.valid = false;  // stays so if pricing throws below
+      if (level == host_level) {
+        price_host(domain, node);
+      } else {
+        double sum = 0.0;
+        std::size_t owned = 0;
+        const std::uint32_t end = topology.subtree_end(domain).value;  // children: pre-order ids
+        for (std::uint32_t child = domain.value + 1; child < end; child = topology.subtree_end(DomainId{child}).value) {
+          const PriceCheckCache::Node& part = self(self, DomainId{child});
+          sum += part.dearest_sum;
+          owned += part.owned;
+        }
+        node.dearest_sum = sum;
+        node.owned = owned;
+      }
+      node.version = version;
+      node.valid = true;
+      return node;
+    };
+    const PriceCheckCache::Node* total = nullptr;
+    try {
+      total = &visit(visit, Topology::root());
+    } catch (const std::invalid_argument&) {
+      check_price_sum(state, preemptor, model);  // throws the cold path's own message
+      throw;
+    }
+    // Workloads held only above the hosts are not owned by any host: read them all.
+    if (total->owned != state.size() || !(total->dearest_sum < 1e300)) check_price_sum(state, preemptor, model);
+  }
+}
+
+/// `find_placement(state, demand)` that skips every gang domain `cache` knows cannot hold the
+/// preemptor at its current version. The result is the cold one: a domain that did not fit
+/// still does not, so the best fitting domain of each tier is among those re-examined, met in
+/// the same order.
+[[nodiscard]] inline PlacementSearchResult find_placement_reusing(const Allocation& state,
+                                                                  const ResolvedDemand& demand,
+                                                                  FitCache& cache) {
+  const Topology& topology = state.topology();
+  const DomainId root = Topology::root();
+  const std::vector<LevelIndex> levels = gang_levels(topology, demand, root);
+  if (cache.topology != &topology || cache.tiers.size() != levels.size()) {
+    cache.tiers.assign(levels.size(), {});
+    cache.topology = &topology;
+  }
+  const LevelIndex host_level = topology.host_level();
+  const std::int64_t idle_needed = static_cast<std::int64_t>(demand.replicas) * demand.whole_devices;
+  for (std::size_t t = 0; t < levels.size(); ++t) {
+    // Entry i belongs to the i-th domain of `gang_tiers`' tier t (its ordinal in the level, or
+    // 0 for the root itself).
+    const bool whole = topology.level(root) >= levels[t];
+    auto& entries = cache.tiers[t];
+    const std::size_t count = whole ? 1 : topology.domains_at(levels[t]).size();
+    if (entries.size() != count) entries.assign(count, {});
+    DomainId best;
+    // Subtrees without enough idle devices hold no candidate (as in `find_placement`).
+    for_each_gang_candidate(state, root, levels[t], idle_needed, [&](DomainId domain) {
+      FitCache::Entry& entry = entries[whole ? 0 : topology.ordinal(domain)];
+      const DomainId read =
+          topology.level(domain) >= host_level ? topology.ancestor_at(domain, host_level) : domain;
+      const std::uint64_t key = state.domain_version(read);
+      if (entry.no_fit && entry.key == key) return;
+      if (replicas_that_fit(state, demand, domain) < demand.replicas) {
+        entry = {key, true};
+        return;
+      }
+      entry.no_fit = false;
+      if (!best.valid() || state.idle_devices(domain) < state.idle_devices(best)) best = domain;
+    });
+    if (!best.valid()) continue;
+    if (auto placement = place_in(state, demand, best))
+      return placement_search_result(topology, std::move(*placement));
+  }
+  return {};
+}
+
+}  // namespace topopreempt::detail
