@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file context_core.hpp
+/// `PreemptionContext`: what every solver shares about one decision (eligibility, topology tiers,
+/// candidate target domains, where each dimension is measured). Its member functions are defined
+/// by stage: `context_scan.hpp` (screening and scanning targets), `context_problem.hpp` (reading
+/// one domain into a problem), `context_plan.hpp` (assembling the plan and its explanation).
+/// Include `preemption_context.hpp`, which brings all of them.
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/solvers/detail/search_bounds.hpp"
+
+namespace topopreempt::detail {
+
+/// Everything a solver needs about one decision. Built once per `solve` call.
+template <CostModel Model>
+class PreemptionContext {
+ public:
+  /// `prices` (optional) keeps the per-host part of `check_price_sum` across decisions.
+  PreemptionContext(const Allocation& state, const Workload& preemptor, const Model& model,
+                    PriceCheckCache* prices = nullptr)
+      : state_(state),
+        preemptor_(preemptor),
+        model_(model),
+        topology_(state.topology()),
+        demand_(ResolvedDemand::of(preemptor, state.topology())) {
+    if (state.contains(preemptor.id)) {
+      throw std::invalid_argument(preemptor.label() +
+                                  " is already running; a preemptor must be pending");
+    }
+    if (prices != nullptr) {
+      check_price_sum_reusing(state, preemptor, model, *prices);
+    } else {
+      check_price_sum(state, preemptor, model);
+    }
+    build_tiers();
+  }
+
+  [[nodiscard]] const Allocation& state() const noexcept { return state_; }
+  [[nodiscard]] const Workload& preemptor() const noexcept { return preemptor_; }
+  [[nodiscard]] const Topology& topology() const noexcept { return topology_; }
+  [[nodiscard]] const ResolvedDemand& demand() const noexcept { return demand_; }
+  [[nodiscard]] const std::vector<Tier>& tiers() const noexcept { return tiers_; }
+
+  /// Only strictly lower-priority, preemptible workloads may be victims.
+  [[nodiscard]] bool eligible(const Workload& workload) const noexcept {
+    return workload.preemptible && workload.priority < preemptor_.priority;
+  }
+
+  /// Candidate target domains of a tier, ascending id.
+  [[nodiscard]] std::span<const DomainId> targets(const Tier& tier) const {
+    return topology_.domains_at(tier.target_level);
+  }
+
+  /// The domain whose subtree holds everything a target's replicas may draw from: the target,
+  /// or the pool root above it when the target lies below the pools (e.g. a PCIe switch whose
+  /// CPUs belong to its NUMA node).
+  [[nodiscard]] DomainId reach(const Tier& tier, DomainId target) const {
+    DomainId reach = target;
+    for (Eigen::Index i = 0; i < tier.demand.pooled.size(); ++i) {
+      if (tier.demand.pooled(i) == 0) continue;
+      const DomainId root = pool_root(topology_, target, static_cast<std::size_t>(i));
+      if (root.valid() && topology_.contains(root, reach)) reach = root;
+    }
+    return reach;
+  }
+
+  /// Relaxation dimensions of a tier: 0 = whole devices (if asked), then every device-share
+  /// and pooled dimension with demand. `aggregate_domain` says where each is measured.
+  [[nodiscard]] std::vector<std::size_t> relaxation_dims(const Tier& tier) const {
+    std::vector<std::size_t> dims;
+    if (tier.demand.whole_devices > 0) dims.push_back(whole_device_dim);
+    for (Eigen::Index i = 0; i < tier.demand.pooled.size(); ++i) {
+      if (tier.demand.pooled(i) > 0 || (tier.demand.has_share && tier.demand.share(i) > 0)) {
+        dims.push_back(static_cast<std::size_t>(i));
+      }
+    }
+    return dims;
+  }
+  [[nodiscard]] std::string dimension_name(std::size_t dim) const {
+    return dim == whole_device_dim
+               ? std::string("whole ") + topology_.levels()[topology_.device_level()] + "s"
+               : topology_.schema()[dim].name;
+  }
+  /// Where dimension `dim` is measured for `target`.
+  [[nodiscard]] DomainId aggregate_domain(DomainId target, std::size_t dim) const {
+    if (dim == whole_device_dim || topology_.schema().is_device(dim)) return target;
+    const DomainId root = pool_root(topology_, target, dim);
+    return (root.valid() && topology_.contains(target, root)) ? target
+                                                              : (root.valid() ? root : target);
+  }
+  /// Total demand of dimension `dim`.
+  [[nodiscard]] double total_demand(const Tier& tier, std::size_t dim) const {
+    const auto r = static_cast<double>(tier.demand.replicas);
+    if (dim == whole_device_dim) return r * static_cast<double>(tier.demand.whole_devices);
+    const auto i = static_cast<Eigen::Index>(dim);
+    return r * static_cast<double>(tier.demand.pooled(i) + tier.demand.share(i));
+  }
+  /// Free amount of dimension `dim` in `domain` under `view`.
+  template <CapacityView View>
+  [[nodiscard]] double free_in(const View& view, DomainId domain, std::size_t dim) const {
+    return dim == whole_device_dim ? static_cast<double>(view.idle_devices(domain))
+                                   : static_cast<double>(view.free(domain, dim));
+  }
+
+  /// Static check on capacities alone: can the target ever hold the preemptor? Returns the
+  /// failing relaxation dimension with capacity and demand.
+  [[nodiscard]] std::optional<Shortfall> too_small(const Tier& tier, DomainId target) const {
+    for (std::size_t dim : tier.dims) {
+      const DomainId where = aggregate_domain(target, dim);
+      const double capacity =
+          dim == whole_device_dim
+              ? static_cast<double>(topology_.device_count(where))
+              : static_cast<double>(topology_.capacity(where)(static_cast<Eigen::Index>(dim)));
+      if (capacity < total_demand(tier, dim))
+        return Shortfall{dim, capacity, total_demand(tier, dim), 0};
+    }
+    return std::nullopt;
+  }
+
+  /// The cheap first look at a batch of targets: deficits, what all eligible victims could
+  /// free, and the fractional lower bound of each. A batch is either one target above the
+  /// host level, or every target of one host (then each occupant of the host is read once
+  /// for the whole batch, not once per NUMA node or PCIe switch). Allocates nothing once warm.
+  /// Elastic victims enter the bound at their cheapest price (a shrink) for their full gain,
+  /// which keeps the bound valid without enumerating shrink options here.
+  template <class Emit>
+  void scan_batch(const Tier& tier, std::span<const DomainId> targets, ScanWorkspace& workspace,
+                  Emit&& emit) const;
+
+  /// The static facts of every target of `tier`, kept in `cache` (built on first use).
+  const ScanCache::TierShape& tier_shape(ScanCache& cache, std::size_t tier_index,
+                                         const Tier& tier) const;
+
+  /// Digest of the versions of the domains a scan of target `ordinal` reads.
+  [[nodiscard]] std::uint64_t scan_key(const ScanCache::TierShape& shape, std::size_t ordinal,
+                                       std::size_t dims) const;
+  /// Digest of the versions of the domains `index_shortfall` of target `ordinal` reads.
+  [[nodiscard]] std::uint64_t index_key(const ScanCache::TierShape& shape, std::size_t ordinal,
+                                        std::size_t dims) const;
+
+  /// `index_shortfall` through `cache` (may be null): answered from it while the versions of
+  /// the domains it reads are unchanged.
+  [[nodiscard]] std::optional<Shortfall> index_shortfall_cached(std::size_t tier_index,
+                                                                const Tier& tier, DomainId target,
+                                                                ScanCache* cache) const;
+
+  /// Sizes `cache`'s entries for `tier` (one per target).
+  void prepare_cache(ScanCache& cache, std::size_t tier_index, const Tier& tier) const;
+
+  /// `too_small` through `cache` (may be null): computed once per target.
+  [[nodiscard]] std::optional<Shortfall> too_small_cached(std::size_t tier_index, const Tier& tier,
+                                                          DomainId target, ScanCache* cache) const;
+
+  /// `scan_batch` through `cache` (may be null): targets whose read domains kept their
+  /// versions are answered from it, the others scanned (as one batch) and stored. Results are
+  /// emitted in target order either way, so a cached decision logs exactly what a cold one does.
+  template <class Emit>
+  void scan_batch_cached(std::size_t tier_index, const Tier& tier,
+                         std::span<const DomainId> targets, ScanWorkspace& workspace,
+                         ScanCache* cache, Emit&& emit) const;
+
+  /// Calls `visit(batch)` for the targets of `tier` in batches for `scan_batch`: one per host
+  /// when targets lie at or below the host level (only those passing `keep`), else one each.
+  template <class Keep, class Visit>
+  void for_each_batch(const Tier& tier, std::vector<DomainId>& buffer, Keep&& keep,
+                      Visit&& visit) const;
+
+  /// Shortfall check and fractional bound of one scanned target.
+  [[nodiscard]] static ScanResult finish_scan(const Tier& tier, ScanWorkspace::Target& slot);
+
+  /// The preemption index's verdict on one target, read from aggregates alone (no occupant):
+  /// the first relaxation dimension whose deficit exceeds what every eligible victim holds
+  /// where it is measured (for a domain below the host level, what they hold in its host).
+  /// Never wrong: the index counts every eligible victim there, a superset of what the scan
+  /// counts, so a domain it rejects the scan rejects too.
+  [[nodiscard]] std::optional<Shortfall> index_shortfall(const Tier& tier, DomainId target) const;
+
+  /// Calls `visit(host)` for each host-level domain that `scope` covers or lies in.
+  template <class Visit>
+  void for_each_host(DomainId scope, Visit&& visit) const;
+
+  /// Reads the eligible victims of `target` into `problem` with their options and gains, the
+  /// aggregate deficits and the fractional lower bound. Returns a reason when the target is
+  /// hopeless even if every eligible victim went.
+  std::optional<Shortfall> build_problem(const Tier& tier, DomainId target,
+                                         DomainProblem& problem) const;
+
+  /// Prices option `option` of `victim`.
+  [[nodiscard]] double price(const Workload& victim, std::size_t dropped) const {
+    return dropped == 0 ? checked_cost(model_.evict(victim), Model::name, victim)
+                        : checked_cost(model_.shrink(victim, static_cast<std::int32_t>(dropped)),
+                                       Model::name, victim);
+  }
+
+  /// Assembles the final plan from a domain's outcome.
+  PreemptionPlan make_plan(std::string_view solver, const DomainProblem& problem,
+                           const DomainOutcome& outcome, PlanStatus status, double lower_bound,
+                           SolverStatistics statistics, std::vector<DomainVerdict> rejected,
+                           std::uint64_t rejected_total) const;
+
+  /// A plan with zero victims (the preemptor fits) or none at all (infeasible).
+  PreemptionPlan make_plan_without_victims(std::string_view solver, PlanStatus status,
+                                           const PlacementSearchResult* placement,
+                                           SolverStatistics statistics,
+                                           std::vector<DomainVerdict> rejected,
+                                           std::uint64_t rejected_total) const;
+
+  static constexpr std::size_t whole_device_dim = whole_device_dimension;
+
+  [[nodiscard]] static std::string format_amount(double value) {
+    if (std::abs(value - std::round(value)) < 1e-9)
+      return std::to_string(static_cast<long long>(std::llround(value)));
+    std::string text = std::to_string(value);
+    return text;
+  }
+
+ private:
+  /// Gains of the entries [first, last) of `view` inside the target, per relaxation dim.
+  void add_gain(const Tier& tier, DomainId target, const std::vector<std::size_t>& dims,
+                const WorkloadView& view, std::size_t first, std::size_t last,
+                std::vector<double>& gain) const;
+
+  /// Fills `victim.options` (reusing its buffers; emptied when nothing of the victim is in
+  /// reach of the target): eviction first, then the shrinks.
+  void add_options(const Tier& tier, DomainId target, const std::vector<std::size_t>& dims,
+                   const WorkloadView& view, CandidateVictim& victim, DomainProblem& problem) const;
+
+  [[nodiscard]] std::string describe_gain(const DomainProblem& problem,
+                                          const VictimOption& option) const;
+
+  void build_tiers() {
+    const LevelIndex host = topology_.host_level();
+    std::vector<std::pair<LevelIndex, int>> replica_levels;
+    if (demand_.replica_preferred) {
+      // unit_level is the loosest level allowed (the host, or a deeper guaranteed gang level).
+      for (int level = *demand_.replica_preferred; level >= std::max(host, demand_.unit_level);
+           --level) {
+        replica_levels.emplace_back(static_cast<LevelIndex>(level),
+                                    *demand_.replica_preferred - level);
+      }
+    } else {
+      replica_levels.emplace_back(demand_.unit_level, 0);
+    }
+    std::vector<std::pair<std::optional<LevelIndex>, int>> gang_levels;
+    if (demand_.replicas == 1) {
+      gang_levels.emplace_back(std::nullopt, 0);  // a single replica is its own gang
+    } else if (demand_.gang_required) {
+      gang_levels.emplace_back(*demand_.gang_required, 0);
+    } else if (demand_.gang_preferred) {
+      for (int level = *demand_.gang_preferred; level >= 0; --level) {
+        gang_levels.emplace_back(static_cast<LevelIndex>(level), *demand_.gang_preferred - level);
+      }
+    } else {
+      gang_levels.emplace_back(LevelIndex{0}, 0);
+    }
+    for (const auto& [gang_level, gang_penalty] : gang_levels) {
+      for (const auto& [replica_level, replica_penalty] : replica_levels) {
+        Tier tier;
+        tier.demand = demand_;
+        tier.demand.unit_level = replica_level;
+        tier.demand.replica_preferred.reset();
+        tier.demand.gang_preferred.reset();
+        tier.demand.gang_required = gang_level;
+        tier.target_level = gang_level ? std::min(*gang_level, replica_level) : replica_level;
+        if (gang_level && *gang_level > replica_level) tier.target_level = *gang_level;
+        if (topology_.domains_at(tier.target_level).empty()) continue;
+        tier.penalty = gang_penalty * 1000 + replica_penalty;
+        tier.dims = relaxation_dims(tier);
+        tier.label =
+            "replicas in one " + topology_.levels()[replica_level] +
+            (gang_level ? ", gang in one " + topology_.levels()[*gang_level] : std::string());
+        tiers_.push_back(std::move(tier));
+      }
+    }
+  }
+
+  [[nodiscard]] std::string describe_preemptor() const;
+
+  [[nodiscard]] std::string explain(const PreemptionPlan& plan, const Tier* tier) const;
+
+  const Allocation& state_;
+  const Workload& preemptor_;
+  const Model& model_;
+  const Topology& topology_;
+  ResolvedDemand demand_;
+  std::vector<Tier> tiers_;
+};
+
+}  // namespace topopreempt::detail

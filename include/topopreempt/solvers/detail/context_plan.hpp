@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file context_plan.hpp
+/// Stage 3 of a decision: assembling the `PreemptionPlan` from the winning domain's outcome (or a
+/// plan without victims), with the explanation a person reads.
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/solvers/detail/context_core.hpp"
+
+namespace topopreempt::detail {
+
+template <CostModel Model>
+PreemptionPlan PreemptionContext<Model>::make_plan(std::string_view solver,
+                                                   const DomainProblem& problem,
+                                                   const DomainOutcome& outcome, PlanStatus status,
+                                                   double lower_bound, SolverStatistics statistics,
+                                                   std::vector<DomainVerdict> rejected,
+                                                   std::uint64_t rejected_total) const {
+  FeasibilityOracle oracle(state_, problem);
+  PreemptionPlan plan;
+  plan.solver = std::string(solver);
+  plan.status = status;
+  for (std::size_t v = 0; v < problem.victims.size(); ++v) {
+    if (outcome.choice[v] < 0) continue;
+    const auto option = static_cast<std::size_t>(outcome.choice[v]);
+    oracle.apply(v, option, +1);
+    const CandidateVictim& candidate = problem.victims[v];
+    const VictimOption& chosen = candidate.options[option];
+    Victim victim;
+    victim.id = candidate.id;
+    victim.action = chosen.dropped.empty() ? VictimAction::evict : VictimAction::shrink;
+    victim.dropped_replicas = chosen.dropped;
+    victim.cost = chosen.cost;
+    victim.reason = describe_gain(problem, chosen);
+    plan.victims.push_back(std::move(victim));
+  }
+  const PlacementSearchResult placement =
+      find_placement(oracle.view(), problem.tier->demand, problem.target);
+  if (!placement.found) {
+    throw std::logic_error("topopreempt: internal error: chosen victims do not free " +
+                           topology_.describe(problem.target));
+  }
+  plan.placement = placement.placement;
+  plan.gang_level = placement.gang_level;
+  plan.replica_level = placement.replica_level;
+  // Pools above a target (a NUMA node's CPUs for a PCIe-switch target) widen what the
+  // preemptor lands in: report the domain that holds all of it.
+  plan.target_domain =
+      plan.placement.replicas.empty()
+          ? problem.target
+          : topology_.lowest_common_ancestor(problem.target, plan.placement.span_domain(topology_));
+  for (const auto& victim : plan.victims) plan.cost += victim.cost;
+  plan.lower_bound = status == PlanStatus::optimal ? plan.cost : std::min(lower_bound, plan.cost);
+  plan.statistics = statistics;
+  plan.rejected = std::move(rejected);
+  plan.rejected_total = rejected_total;
+  plan.explanation = explain(plan, problem.tier);
+  return plan;
+}
+
+template <CostModel Model>
+PreemptionPlan PreemptionContext<Model>::make_plan_without_victims(
+    std::string_view solver, PlanStatus status, const PlacementSearchResult* placement,
+    SolverStatistics statistics, std::vector<DomainVerdict> rejected,
+    std::uint64_t rejected_total) const {
+  PreemptionPlan plan;
+  plan.solver = std::string(solver);
+  plan.status = status;
+  if (placement) {
+    plan.placement = placement->placement;
+    plan.target_domain = placement->placement.span_domain(topology_);
+    plan.gang_level = placement->gang_level;
+    plan.replica_level = placement->replica_level;
+  }
+  plan.statistics = statistics;
+  plan.rejected = std::move(rejected);
+  plan.rejected_total = rejected_total;
+  plan.explanation = explain(plan, nullptr);
+  return plan;
+}
+
+template <CostModel Model>
+std::string PreemptionContext<Model>::describe_preemptor() const {
+  std::string text = preemptor_.label() + " (priority " + std::to_string(preemptor_.priority) +
+                     "): " + std::to_string(preemptor_.replicas) + " replica(s) of ";
+  if (demand_.whole_devices > 0) {
+    text += std::to_string(demand_.whole_devices) + " " +
+            topology_.levels()[topology_.device_level()] + "(s)";
+  } else if (demand_.has_share) {
+    text += "a device share " + topology_.schema().format(demand_.share);
+  } else {
+    text += "no devices";
+  }
+  if (demand_.pooled.any()) text += " + " + topology_.schema().format(demand_.pooled);
+  const auto scope = [](const TopologyRequirement& requirement) {
+    return requirement.mode == RequirementMode::none
+               ? std::string("none")
+               : std::string(requirement.mode == RequirementMode::guaranteed ? "guaranteed "
+                                                                             : "best-effort ") +
+                     requirement.level;
+  };
+  text += "; replica scope " + scope(preemptor_.replica_scope) + ", gang scope " +
+          scope(preemptor_.gang_scope);
+  return text;
+}
+
+template <CostModel Model>
+std::string PreemptionContext<Model>::explain(const PreemptionPlan& plan, const Tier* tier) const {
+  std::string text = plan.solver + " (cost model " + std::string(Model::name) +
+                     "): " + std::string(to_string(plan.status)) + "\n";
+  text += "preemptor: " + describe_preemptor() + "\n";
+  if (plan.status == PlanStatus::no_preemption_needed) {
+    text += "fits without preemption in " + topology_.describe(plan.target_domain) + "\n";
+  } else if (plan.status == PlanStatus::infeasible && plan.statistics.limit_reached) {
+    text +=
+        "no plan was found before a limit (time or search nodes) was reached: "
+        "infeasibility is NOT proven\n";
+  } else if (plan.status == PlanStatus::infeasible) {
+    text += "no placement exists even after evicting every eligible victim\n";
+  } else {
+    text += "target: " + topology_.describe(plan.target_domain) +
+            (tier ? " (" + tier->label + ")" : "") + "\n";
+    text += "cost " + format_amount(plan.cost) + ", lower bound " +
+            format_amount(plan.lower_bound) + ", " + std::to_string(plan.victims.size()) +
+            " victim(s):\n";
+    for (const auto& victim : plan.victims) {
+      const Workload& workload = state_.workload(victim.id);
+      text += "  - " + workload.label() + " priority " + std::to_string(workload.priority) +
+              ", cost " + format_amount(victim.cost) + ": " + victim.reason + "\n";
+    }
+  }
+  if (plan.rejected_total > 0) {
+    text += "other domains (" + std::to_string(plan.rejected_total) + " lost; " +
+            std::to_string(plan.rejected.size()) + " shown):\n";
+    for (const auto& verdict : plan.rejected) {
+      text += "  - " + topology_.describe(verdict.domain) + ": " + verdict.reason + "\n";
+    }
+  }
+  return text;
+}
+
+}  // namespace topopreempt::detail

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file context_scan.hpp
+/// Stage 1 of a decision: screening candidate targets from the preemption index and static
+/// capacities, and the cheap scan of each (deficits, what eligible victims could free, a
+/// fractional lower bound), with per-version caching for the incremental decider.
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/solvers/detail/context_core.hpp"
+
+namespace topopreempt::detail {
+
+template <CostModel Model>
+template <class Emit>
+void PreemptionContext<Model>::scan_batch(const Tier& tier, std::span<const DomainId> targets,
+                                          ScanWorkspace& workspace, Emit&& emit) const {
+  const std::size_t count = tier.dims.size();
+  const std::size_t batch = targets.size();
+  workspace.resize(batch, count);
+  bool any_reach_above = false;
+  bool any_measured_above = false;
+  for (std::size_t t = 0; t < batch; ++t) {
+    auto& slot = workspace.targets[t];
+    slot.reach = reach(tier, targets[t]);
+    slot.victims = 0;
+    any_reach_above = any_reach_above || slot.reach != targets[t];
+    for (std::size_t k = 0; k < count; ++k) {
+      const DomainId where = aggregate_domain(targets[t], tier.dims[k]);
+      slot.measured_in[k] = where;
+      slot.need[k] =
+          std::max(0.0, total_demand(tier, tier.dims[k]) - free_in(state_, where, tier.dims[k]));
+      slot.total[k] = 0.0;
+      slot.items[k].clear();
+      any_measured_above = any_measured_above || where != targets[t];
+    }
+  }
+  workspace.seen.clear();
+  const auto locate = [&](DomainId domain) -> std::size_t {
+    // Targets of a batch are disjoint subtrees in ascending pre-order.
+    const auto it = std::upper_bound(targets.begin(), targets.end(), domain);
+    if (it == targets.begin()) return batch;
+    const auto index = static_cast<std::size_t>(it - targets.begin()) - 1;
+    return topology_.contains(targets[index], domain) ? index : batch;
+  };
+  // Device entries hold only device dimensions and pool entries only pooled ones, so each
+  // entry touches just the relaxation dimensions of its kind.
+  workspace.device_dims.clear();
+  workspace.pooled_dims.clear();
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t dim = tier.dims[k];
+    if (dim == whole_device_dim || topology_.schema().is_device(dim)) {
+      workspace.device_dims.push_back(k);
+    } else {
+      workspace.pooled_dims.push_back(k);
+    }
+  }
+  const auto visit_occupant = [&](const WorkloadView& view) {
+    if (!eligible(view.workload)) return;
+    for (std::size_t t = 0; t < batch; ++t) {
+      auto& slot = workspace.targets[t];
+      slot.in_reach = false;
+      std::fill(slot.gain.begin(), slot.gain.end(), 0.0);
+    }
+    for (std::size_t e = 0; e < view.domains.size(); ++e) {
+      const DomainId domain = view.domains[e];
+      const bool device = topology_.is_device(domain);
+      const auto& dims_here = device ? workspace.device_dims : workspace.pooled_dims;
+      const auto gain_of = [&](std::size_t k) {
+        return tier.dims[k] == whole_device_dim ? 1.0
+                                                : static_cast<double>(view.amount(e, tier.dims[k]));
+      };
+      const std::size_t index =
+          batch == 1 ? (topology_.contains(targets[0], domain) ? 0 : 1) : locate(domain);
+      if (index < batch) {
+        auto& slot = workspace.targets[index];
+        slot.in_reach = true;
+        for (std::size_t k : dims_here) {
+          if (slot.measured_in[k] == targets[index]) slot.gain[k] += gain_of(k);
+        }
+      }
+      if (any_reach_above || any_measured_above) {
+        for (std::size_t t = 0; t < batch; ++t) {
+          auto& slot = workspace.targets[t];
+          if (slot.reach != targets[t] && topology_.contains(slot.reach, domain))
+            slot.in_reach = true;
+          for (std::size_t k : dims_here) {
+            if (slot.measured_in[k] != targets[t] &&
+                topology_.contains(slot.measured_in[k], domain)) {
+              slot.gain[k] += gain_of(k);
+            }
+          }
+        }
+      }
+    }
+    double cheapest = -1.0;  // priced lazily: most occupants reach no target of a batch
+    for (std::size_t t = 0; t < batch; ++t) {
+      auto& slot = workspace.targets[t];
+      if (!slot.in_reach) continue;
+      if (cheapest < 0.0) {
+        cheapest = price(view.workload, 0);
+        const auto shrinkable =
+            std::min(view.workload.shrinkable_replicas(), view.workload.replicas - 1);
+        for (std::int32_t drop = 1; drop <= shrinkable; ++drop) {
+          cheapest = std::min(cheapest, price(view.workload, static_cast<std::size_t>(drop)));
+        }
+      }
+      ++slot.victims;
+      for (std::size_t k = 0; k < count; ++k) {
+        if (slot.gain[k] <= 0.0) continue;
+        slot.total[k] += slot.gain[k];
+        slot.items[k].emplace_back(cheapest / slot.gain[k], slot.gain[k]);
+      }
+    }
+  };
+  const LevelIndex host_level = topology_.host_level();
+  if (batch == 1 && topology_.level(workspace.targets[0].reach) < host_level) {
+    // One target spanning hosts: a gang may sit on several of them; count it once.
+    for_each_host(workspace.targets[0].reach, [&](DomainId host) {
+      state_.for_each_occupant_unordered(host, [&](const WorkloadView& view) {
+        if (std::find(workspace.seen.begin(), workspace.seen.end(), view.workload.id) !=
+            workspace.seen.end())
+          return;
+        workspace.seen.push_back(view.workload.id);
+        visit_occupant(view);
+      });
+    });
+  } else {
+    // Order-free: the scan only sums integers and sorts its items.
+    state_.for_each_occupant_unordered(topology_.ancestor_at(targets.front(), host_level),
+                                       visit_occupant);
+  }
+  for (std::size_t t = 0; t < batch; ++t) emit(targets[t], finish_scan(tier, workspace.targets[t]));
+}
+
+template <CostModel Model>
+const ScanCache::TierShape& PreemptionContext<Model>::tier_shape(ScanCache& cache,
+                                                                 std::size_t tier_index,
+                                                                 const Tier& tier) const {
+  if (cache.shapes.size() <= tier_index) cache.shapes.resize(tier_index + 1);
+  ScanCache::TierShape& shape = cache.shapes[tier_index];
+  if (shape.ready) return shape;
+  const auto all = targets(tier);
+  const std::size_t dims = tier.dims.size();
+  shape.stride = 1 + 2 * dims;
+  shape.domains.assign(all.size() * shape.stride, DomainId{});
+  shape.too_small.assign(all.size(), std::nullopt);
+  const LevelIndex host_level = topology_.host_level();
+  for (std::size_t t = 0; t < all.size(); ++t) {
+    DomainId* row = shape.domains.data() + t * shape.stride;
+    row[0] = reach(tier, all[t]);
+    for (std::size_t k = 0; k < dims; ++k) {
+      const DomainId where = aggregate_domain(all[t], tier.dims[k]);
+      row[1 + k] = where;
+      // The index answers below the host level for the enclosing host.
+      row[1 + dims + k] =
+          topology_.level(where) > host_level ? topology_.ancestor_at(where, host_level) : where;
+    }
+    shape.too_small[t] = too_small(tier, all[t]);
+  }
+  shape.ready = true;
+  return shape;
+}
+
+template <CostModel Model>
+std::uint64_t PreemptionContext<Model>::scan_key(const ScanCache::TierShape& shape,
+                                                 std::size_t ordinal, std::size_t dims) const {
+  const DomainId* row = shape.domains.data() + ordinal * shape.stride;
+  std::uint64_t key = state_.domain_version(row[0]);
+  for (std::size_t k = 0; k < dims; ++k)
+    key = key * 0x9e3779b97f4a7c15ULL ^ state_.domain_version(row[1 + k]);
+  return key;
+}
+
+template <CostModel Model>
+std::uint64_t PreemptionContext<Model>::index_key(const ScanCache::TierShape& shape,
+                                                  std::size_t ordinal, std::size_t dims) const {
+  const DomainId* row = shape.domains.data() + ordinal * shape.stride;
+  std::uint64_t key = 0x696e646578ULL;
+  for (std::size_t k = 0; k < dims; ++k)
+    key = key * 0x9e3779b97f4a7c15ULL ^ state_.domain_version(row[1 + dims + k]);
+  return key;
+}
+
+template <CostModel Model>
+std::optional<Shortfall> PreemptionContext<Model>::index_shortfall_cached(std::size_t tier_index,
+                                                                          const Tier& tier,
+                                                                          DomainId target,
+                                                                          ScanCache* cache) const {
+  if (cache == nullptr) return index_shortfall(tier, target);
+  prepare_cache(*cache, tier_index, tier);
+  const ScanCache::TierShape& shape = tier_shape(*cache, tier_index, tier);
+  auto& entries = cache->tiers[tier_index];
+  const std::size_t ordinal = topology_.ordinal(target);
+  ScanCache::Entry& entry = entries[ordinal];
+  const std::uint64_t key = index_key(shape, ordinal, tier.dims.size());
+  if (!entry.index_valid || entry.index_key != key) {
+    entry.index_verdict = index_shortfall(tier, target);
+    entry.index_key = key;
+    entry.index_valid = true;
+  }
+  return entry.index_verdict;
+}
+
+template <CostModel Model>
+void PreemptionContext<Model>::prepare_cache(ScanCache& cache, std::size_t tier_index,
+                                             const Tier& tier) const {
+  if (cache.tiers.size() <= tier_index) cache.tiers.resize(tier_index + 1);
+  auto& entries = cache.tiers[tier_index];
+  if (entries.size() != targets(tier).size()) entries.assign(targets(tier).size(), {});
+}
+
+template <CostModel Model>
+std::optional<Shortfall> PreemptionContext<Model>::too_small_cached(std::size_t tier_index,
+                                                                    const Tier& tier,
+                                                                    DomainId target,
+                                                                    ScanCache* cache) const {
+  if (cache == nullptr) return too_small(tier, target);
+  return tier_shape(*cache, tier_index, tier).too_small[topology_.ordinal(target)];
+}
+
+template <CostModel Model>
+template <class Emit>
+void PreemptionContext<Model>::scan_batch_cached(std::size_t tier_index, const Tier& tier,
+                                                 std::span<const DomainId> targets,
+                                                 ScanWorkspace& workspace, ScanCache* cache,
+                                                 Emit&& emit) const {
+  if (cache == nullptr) {
+    scan_batch(tier, targets, workspace, emit);
+    return;
+  }
+  prepare_cache(*cache, tier_index, tier);
+  auto& entries = cache->tiers[tier_index];
+  const ScanCache::TierShape& shape = tier_shape(*cache, tier_index, tier);
+  const auto key_of = [&](DomainId target) {
+    return scan_key(shape, topology_.ordinal(target), tier.dims.size());
+  };
+  auto& stale = cache->stale_targets;
+  auto& stale_keys = cache->stale_keys;
+  stale.clear();
+  stale_keys.clear();
+  for (const DomainId target : targets) {
+    const auto& entry = entries[topology_.ordinal(target)];
+    const std::uint64_t key = key_of(target);
+    if (!entry.valid || entry.key != key) {
+      stale.push_back(target);
+      stale_keys.push_back(key);
+    }
+  }
+  if (!stale.empty()) {
+    // scan_batch emits in target order, so the i-th result belongs to stale[i].
+    std::size_t next = 0;
+    scan_batch(tier, std::span<const DomainId>(stale), workspace,
+               [&](DomainId target, const ScanResult& result) {
+                 auto& entry = entries[topology_.ordinal(target)];
+                 entry.key = stale_keys[next++];
+                 entry.result = result;
+                 entry.valid = true;
+               });
+  }
+  cache->misses += stale.size();
+  cache->hits += targets.size() - stale.size();
+  for (const DomainId target : targets) emit(target, entries[topology_.ordinal(target)].result);
+}
+
+template <CostModel Model>
+template <class Keep, class Visit>
+void PreemptionContext<Model>::for_each_batch(const Tier& tier, std::vector<DomainId>& buffer,
+                                              Keep&& keep, Visit&& visit) const {
+  const LevelIndex host_level = topology_.host_level();
+  if (tier.target_level <= host_level) {
+    for (DomainId target : targets(tier)) {
+      if (!keep(target)) continue;
+      buffer.assign(1, target);
+      visit(std::span<const DomainId>(buffer));
+    }
+    return;
+  }
+  for (DomainId host : topology_.domains_at(host_level)) {
+    buffer.clear();
+    for (DomainId target : topology_.domains_at(tier.target_level, host)) {
+      if (keep(target)) buffer.push_back(target);
+    }
+    if (!buffer.empty()) visit(std::span<const DomainId>(buffer));
+  }
+}
+
+template <CostModel Model>
+ScanResult PreemptionContext<Model>::finish_scan(const Tier& tier, ScanWorkspace::Target& slot) {
+  ScanResult result;
+  result.victims = slot.victims;
+  const std::size_t count = tier.dims.size();
+  for (std::size_t k = 0; k < count; ++k) {
+    if (slot.total[k] + 1e-9 < slot.need[k]) {
+      result.shortfall = Shortfall{tier.dims[k], slot.total[k], slot.need[k], slot.victims};
+      return result;
+    }
+  }
+  for (std::size_t k = 0; k < count; ++k) {
+    if (slot.need[k] <= 0.0) continue;
+    result.bound = std::max(result.bound, fractional_cover(slot.items[k], slot.need[k]));
+  }
+  return result;
+}
+
+template <CostModel Model>
+std::optional<Shortfall> PreemptionContext<Model>::index_shortfall(const Tier& tier,
+                                                                   DomainId target) const {
+  for (const std::size_t dim : tier.dims) {
+    const DomainId where = aggregate_domain(target, dim);
+    const double need = std::max(0.0, total_demand(tier, dim) - free_in(state_, where, dim));
+    if (need <= 0.0) continue;
+    const double have =
+        dim == whole_device_dim
+            ? static_cast<double>(
+                  state_.preemptible_device_entries_below(where, preemptor_.priority))
+            : static_cast<double>(state_.preemptible_below(where, preemptor_.priority, dim));
+    if (have + 1e-9 < need) return Shortfall{dim, have, need, 0};
+  }
+  return std::nullopt;
+}
+
+template <CostModel Model>
+template <class Visit>
+void PreemptionContext<Model>::for_each_host(DomainId scope, Visit&& visit) const {
+  const LevelIndex host_level = topology_.host_level();
+  if (topology_.level(scope) >= host_level) {
+    visit(topology_.ancestor_at(scope, host_level));
+    return;
+  }
+  for (DomainId host : topology_.domains_at(host_level, scope)) visit(host);
+}
+
+}  // namespace topopreempt::detail

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file domain_problem.hpp
+/// What a decision works on inside one target domain: victim options and candidates, topology
+/// tiers, scan workspaces and caches, the problem a `DomainSearch` solves and its outcome, and
+/// search limits.
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/capacity_view.hpp"
+#include "topopreempt/model/placement_search.hpp"
+#include "topopreempt/plan/detail/dependencies.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/solvers/detail/decision_reuse.hpp"
+
+namespace topopreempt::detail {
+
+using Clock = std::chrono::steady_clock;
+
+/// One way to treat a candidate victim: evict it (no dropped replicas) or drop some replicas.
+struct VictimOption {
+  double cost = 0.0;
+  std::vector<std::int32_t> dropped;  ///< empty = evict the whole gang
+  std::vector<double> gain;           ///< freed per relaxation dimension (upper bound)
+};
+
+/// A running workload that may be preempted for the current target domain.
+struct CandidateVictim {
+  WorkloadId id;
+  const Workload* workload = nullptr;
+  std::vector<VictimOption> options;  ///< [0] = evict; then every shrink, fewest dropped first
+  bool options_complete = true;       ///< false when shrink subsets were too many to list
+};
+
+/// Elastic victims with at most this many replicas in reach get every subset of them as a
+/// shrink option (which replicas go matters); beyond it, prefixes only (and no exactness claim).
+inline constexpr std::size_t max_enumerated_replicas = 7;
+
+/// A relaxation dimension that cannot be covered: `have` of `need` (capacity, or what all
+/// `victims` eligible victims would free).
+struct Shortfall {
+  std::size_t dim = 0;
+  double have = 0.0;
+  double need = 0.0;
+  std::size_t victims = 0;
+};
+
+/// One topology tier: the demand with its levels made concrete (best-effort levels become
+/// guaranteed at the tier's level) and the level of the candidate target domains.
+struct Tier {
+  ResolvedDemand demand;
+  LevelIndex target_level = 0;
+  int penalty = 0;  ///< levels short of the preferred ones (0 = preferred met)
+  std::string label;
+  std::vector<std::size_t> dims;  ///< relaxation dimensions (see PreemptionContext)
+};
+
+/// Reusable buffers of the per-domain scan, so scanning 10,000 domains allocates nothing
+/// after the first few.
+struct ScanWorkspace {
+  /// Per-target accumulators of a batch.
+  struct Target {
+    DomainId reach;
+    bool in_reach = false;
+    std::size_t victims = 0;
+    std::vector<DomainId> measured_in;
+    std::vector<double> need;
+    std::vector<double> total;
+    std::vector<double> gain;
+    std::vector<std::vector<std::pair<double, double>>> items;  // per dim: (cost ratio, gain)
+  };
+  std::vector<WorkloadId> seen;
+  std::vector<Target> targets;
+  std::vector<std::size_t> device_dims;  // relaxation dims fed by device entries
+  std::vector<std::size_t> pooled_dims;  // relaxation dims fed by pool entries
+
+  /// Makes room for `batch` targets of `dims` dimensions (keeps capacity).
+  void resize(std::size_t batch, std::size_t dims) {
+    if (targets.size() < batch) targets.resize(batch);
+    for (std::size_t t = 0; t < batch; ++t) {
+      if (targets[t].need.size() == dims) continue;
+      auto& target = targets[t];
+      target.measured_in.resize(dims);
+      target.need.resize(dims);
+      target.total.resize(dims);
+      target.gain.resize(dims);
+      target.items.resize(dims);
+    }
+  }
+};
+
+/// What the cheap scan learns about one target.
+struct ScanResult {
+  std::optional<Shortfall> shortfall;
+  double bound = 0.0;
+  std::size_t victims = 0;
+};
+
+/// Scan results of the candidate domains of one preemptor class and cost model, kept across
+/// decisions (see `IncrementalDecider`): per tier and target (by ordinal in its level), the
+/// result and a digest of the versions of the domains the scan read. A result is reused while
+/// that digest is unchanged. Not thread-safe: one decision at a time.
+struct ScanCache {
+  struct Entry {
+    std::uint64_t key = 0;
+    bool valid = false;
+    ScanResult result;
+    /// The preemption index's verdict (`index_shortfall`), keyed by the versions of the
+    /// domains whose aggregates it reads.
+    std::uint64_t index_key = 0;
+    bool index_valid = false;
+    std::optional<Shortfall> index_verdict;
+  };
+  std::vector<std::vector<Entry>> tiers;
+  /// What never changes for a tier's target (the topology alone decides it), computed once:
+  /// per target `1 + 2 x dims` domains (its reach, where each relaxation dimension is
+  /// measured, and the indexed domain that answers for each of those), and the static
+  /// capacity verdict (`too_small`).
+  struct TierShape {
+    bool ready = false;
+    std::size_t stride = 0;
+    std::vector<DomainId> domains;
+    std::vector<std::optional<Shortfall>> too_small;
+  };
+  std::vector<TierShape> shapes;
+  std::uint64_t hits = 0;    ///< scans answered from the cache
+  std::uint64_t misses = 0;  ///< scans done (and stored)
+  /// Scratch of one batch, kept so that a batch (one per host) allocates nothing: the targets
+  /// to scan and their version digests, computed once per target.
+  std::vector<DomainId> stale_targets;
+  std::vector<std::uint64_t> stale_keys;
+  /// The per-host part of `check_price_sum`, and gang domains known not to hold the preemptor
+  /// as things stand (the "fits already" check), kept by version too.
+  PriceCheckCache prices;
+  FitCache fits;
+};
+
+/// Marks the "whole idle devices" relaxation dimension.
+inline constexpr std::size_t whole_device_dimension = std::numeric_limits<std::size_t>::max();
+
+/// The victim-selection problem inside one target domain.
+struct DomainProblem {
+  DomainId target;
+  const Tier* tier = nullptr;
+  std::vector<CandidateVictim> victims;  ///< ascending id
+  std::vector<std::size_t> dims;         ///< relaxation dimensions (schema index or whole devices)
+  std::vector<DomainId> measured_in;     ///< where each relaxation dimension is measured
+  std::vector<double> demand_total;      ///< the preemptor's total demand per relaxation dim
+  std::vector<double> need;              ///< deficit per relaxation dimension (>= 0)
+  std::vector<std::string> dimension_names;
+  double lower_bound = 0.0;
+  /// Victims of an earlier domain, kept with their buffers so that reading the next domain
+  /// reuses them instead of allocating per victim (`build_problem`); not part of the problem.
+  std::vector<CandidateVictim> spare;
+  std::vector<std::int32_t> scratch_inside;   ///< `add_options`' scratch
+  std::vector<std::int32_t> scratch_dropped;  ///< `add_options`' scratch
+};
+
+/// What a per-domain search found.
+struct DomainOutcome {
+  bool found = false;
+  double cost = 0.0;
+  std::vector<std::int32_t> choice;  ///< per victim: -1 = spared, else option index
+  bool exact = false;                ///< proven minimum for this domain
+  bool limit_reached = false;
+  double lower_bound = 0.0;                  ///< proven bound for this domain (== cost when exact)
+  std::string note;                          ///< e.g. why an exact method was not applicable
+  std::optional<DowngradeReason> downgrade;  ///< set when not exact for that reason (note: detail)
+};
+
+/// Why a domain lost, kept as numbers and formatted only for the few domains a plan lists.
+struct Rejection {
+  enum class Kind : std::uint8_t {
+    too_small,
+    hopeless,
+    hopeless_unread,
+    bound,
+    bound_unread,
+    costlier,
+    no_better
+  };
+  DomainId domain;
+  Kind kind = Kind::bound;
+  Shortfall shortfall;
+  double value = 0.0;  ///< the domain's bound or cost
+  double best = 0.0;   ///< the best cost it was compared with
+  std::string note;
+};
+
+/// Limits shared by solvers that honour them. `time_limit` bounds the whole `solve` from its
+/// first instruction: the scan of every candidate domain as well as the search (solvers without
+/// a setter run with the default 10 s). Reaching it ends the solve with the best plan so far
+/// (`feasible`), or `infeasible` with `statistics.limit_reached` and an explanation saying that
+/// infeasibility is not proven. Loading a snapshot is not part of `solve`.
+struct SearchLimits {
+  std::uint64_t max_nodes = 2'000'000;
+  std::chrono::nanoseconds time_limit = std::chrono::seconds(10);
+  /// Candidate domains still to be searched in this tier, the current one included (set per
+  /// domain by `solve_with`): the last one may spend every node left.
+  std::size_t domains_left = 1;
+  /// Reads (scans) every candidate domain before searching any, as before the preemption
+  /// index existed. Same costs and statuses, possibly a different domain among equal-cost
+  /// ones; kept so that benchmarks measure both paths in one run.
+  bool full_scan = false;
+};
+
+}  // namespace topopreempt::detail

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file solve_driver.hpp
+/// The driver every solver shares (`solve_with`): checks whether the preemptor fits as is, takes
+/// candidate targets in ascending lower bound, reads a domain only while its bound can still win,
+/// hands it to the solver's `DomainSearch`, and logs why the other domains lost.
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/solvers/detail/context_core.hpp"
+#include "topopreempt/solvers/detail/context_plan.hpp"
+#include "topopreempt/solvers/detail/context_problem.hpp"
+#include "topopreempt/solvers/detail/context_scan.hpp"
+
+namespace topopreempt::detail {
+
+/// The search inside one domain: given the problem and the best cost found so far elsewhere
+/// (`incumbent`), return an outcome. Greedy, knapsack and branch-and-bound implement it.
+template <class Search>
+concept DomainSearch = requires(const Search& search, const Allocation& state,
+                                const DomainProblem& problem, double incumbent, SearchLimits limits,
+                                SolverStatistics& statistics) {
+  { search.search(state, problem, incumbent, limits, statistics) } -> std::same_as<DomainOutcome>;
+};
+
+/// How many rejected domains a plan lists (the closest competitors first).
+inline constexpr std::size_t max_listed_verdicts = 12;
+
+/// Collects why domains lost: counts all, keeps the first few of each phase for the plan.
+class RejectionLog {
+ public:
+  void scanned(Rejection rejection) { add(scan_, std::move(rejection)); }
+  void searched(Rejection rejection) { add(search_, std::move(rejection)); }
+  [[nodiscard]] std::uint64_t total() const noexcept { return total_; }
+  /// Whether another searched-phase rejection would still be listed.
+  [[nodiscard]] bool wants_more() const noexcept { return search_.size() < max_listed_verdicts; }
+  /// Counts rejections that are not listed.
+  void count_unlisted(std::size_t count) noexcept { total_ += count; }
+  /// Searched domains (closest competitors) first, then domains dismissed by the scan.
+  template <CostModel Model>
+  [[nodiscard]] std::vector<DomainVerdict> verdicts(const PreemptionContext<Model>& context) const {
+    std::vector<DomainVerdict> result;
+    for (const auto* list : {&search_, &scan_}) {
+      for (const Rejection& rejection : *list) {
+        if (result.size() == max_listed_verdicts) return result;
+        result.push_back({rejection.domain, describe(context, rejection)});
+      }
+    }
+    return result;
+  }
+
+ private:
+  void add(std::vector<Rejection>& list, Rejection rejection) {
+    ++total_;
+    if (list.size() < max_listed_verdicts) list.push_back(std::move(rejection));
+  }
+  template <CostModel Model>
+  static std::string describe(const PreemptionContext<Model>& context, const Rejection& r) {
+    const auto amount = PreemptionContext<Model>::format_amount;
+    switch (r.kind) {
+      case Rejection::Kind::too_small:
+        return "too small: holds " + amount(r.shortfall.have) + " " +
+               context.dimension_name(r.shortfall.dim) + ", needs " + amount(r.shortfall.need);
+      case Rejection::Kind::hopeless:
+        return "even evicting all " + std::to_string(r.shortfall.victims) +
+               " eligible victims frees " + amount(r.shortfall.have) + " of the " +
+               amount(r.shortfall.need) + " " + context.dimension_name(r.shortfall.dim) +
+               " missing";
+      case Rejection::Kind::hopeless_unread:
+        return "not read: even evicting every eligible victim frees at most " +
+               amount(r.shortfall.have) + " of the " + amount(r.shortfall.need) + " " +
+               context.dimension_name(r.shortfall.dim) + " missing (preemption index)";
+      case Rejection::Kind::bound:
+        return "lower bound " + amount(r.value) + " >= best cost " + amount(r.best);
+      case Rejection::Kind::bound_unread:
+        return "not read: index lower bound " + amount(r.value) + " >= best cost " + amount(r.best);
+      case Rejection::Kind::costlier:
+        return "best victim set costs " + amount(r.value) + " > " + amount(r.best) +
+               (r.note.empty() ? "" : " (" + r.note + ")");
+      case Rejection::Kind::no_better:
+        return r.note.empty() ? "no victim set here beats " + amount(r.best) : r.note;
+    }
+    return {};
+  }
+
+  std::vector<Rejection> scan_;
+  std::vector<Rejection> search_;
+  std::uint64_t total_ = 0;
+};
+
+/// The driver every solver shares: checks "fits already", then per tier screens every target
+/// domain from aggregates (capacity, and the preemption index: can evicting every eligible
+/// victim free enough?), and takes domains in ascending lower-bound order: an unread domain
+/// (bound: the model's declared price floor, see `PriceFloorModel`) is read (scanned: victims
+/// and fractional bound) and goes back with its scan bound; a read one is searched. Once the
+/// least bound left cannot beat the best plan, the rest is pruned, most of it never read.
+/// Tiers are taken tightest first; the first tier with a plan wins. `limits.full_scan` reads
+/// every domain first (the path before the index). `cache` (optional) keeps scan results
+/// across decisions of one preemptor class and cost model (`IncrementalDecider`).
+template <CostModel Model, DomainSearch Search>
+PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
+                          const Workload& preemptor, const Model& model, const Search& search,
+                          SearchLimits limits, ScanCache* cache = nullptr) {
+  const auto start = Clock::now();
+  DeadlineWatch deadline(deadline_after(start, limits.time_limit));
+  PreemptionContext<Model> context(state, preemptor, model,
+                                   cache != nullptr ? &cache->prices : nullptr);
+  SolverStatistics statistics;
+  const auto finish = [&](PreemptionPlan plan) {
+    plan.statistics.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    record_dependencies(state, preemptor, plan);  // what a later commit checks
+    return plan;
+  };
+  const PlacementSearchResult now =
+      cache != nullptr ? find_placement_reusing(state, context.demand(), cache->fits)
+                       : find_placement(state, context.demand());
+  if (now.found) {
+    return finish(context.make_plan_without_victims(solver, PlanStatus::no_preemption_needed, &now,
+                                                    statistics, {}, 0));
+  }
+  RejectionLog log;
+  std::vector<Downgrade> downgrades;  // every tier's, in search order
+  bool unproven = false;  // an earlier tier ended at a limit without proving it has no plan
+  const auto tolerance = [](double cost) {
+    return std::isfinite(cost) ? 1e-9 * std::max(1.0, std::abs(cost)) : 0.0;
+  };
+  // Every domain costs at least the model's declared price floor: the preemptor fits nowhere
+  // as things stand, so each plan evicts or shrinks at least one victim.
+  const double floor = least_price_of(model);
+  for (std::size_t tier_index = 0; tier_index < context.tiers().size(); ++tier_index) {
+    const Tier& tier = context.tiers()[tier_index];
+    // A read candidate domain, keyed by a lower bound on its cost: its scan bound (or the
+    // price floor if larger).
+    struct Candidate {
+      double bound;
+      DomainId target;
+    };
+    std::vector<Candidate> candidates;  // a heap of read domains
+    // Unread candidates, ascending id. Their bound is the price floor, so taken cheapest
+    // bound first they come in id order: a cursor replaces a heap.
+    std::vector<DomainId> unread;
+    std::size_t cursor = 0;
+    DomainProblem problem;
+    ScanWorkspace workspace;
+    std::vector<DomainId> batch;
+    const auto keep = [&](DomainId target) {
+      if (deadline.expired()) return false;  // the rest stays unscanned: nothing is proven
+      ++statistics.domains_considered;
+      if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
+        ++statistics.domains_pruned;
+        log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
+        return false;
+      }
+      return true;
+    };
+    // A min-heap by (bound, id): usually only the first few domains are searched before the
+    // bound closes the rest, so a full sort would be wasted.
+    const auto later = [](const Candidate& a, const Candidate& b) {
+      return a.bound > b.bound || (a.bound == b.bound && a.target > b.target);
+    };
+    const auto emit = [&](DomainId target, const ScanResult& result) {
+      statistics.victims_considered += result.victims;
+      if (result.shortfall) {
+        ++statistics.domains_pruned;
+        log.scanned({target, Rejection::Kind::hopeless, *result.shortfall, 0.0, 0.0, {}});
+        return;
+      }
+      candidates.push_back(
+          {limits.full_scan ? result.bound : std::max(floor, result.bound), target});
+      if (!limits.full_scan) std::push_heap(candidates.begin(), candidates.end(), later);
+    };
+    if (limits.full_scan) {
+      // The path before the index: read every candidate domain first.
+      context.for_each_batch(tier, batch, keep, [&](std::span<const DomainId> targets) {
+        context.scan_batch_cached(tier_index, tier, targets, workspace, cache, emit);
+      });
+    } else {
+      // The static capacity check waits until a domain is read: most are never read.
+      unread.reserve(context.targets(tier).size());
+      for (DomainId target : context.targets(tier)) {
+        if (deadline.expired()) break;  // the rest stays unscanned: nothing is proven
+        ++statistics.domains_considered;
+        unread.push_back(target);
+      }
+    }
+    bool cut_short = false;  // the deadline left domains of this tier unscanned or unsearched
+    std::size_t searched_here = 0;
+    if (deadline.has_expired()) {
+      cut_short = true;
+      statistics.limit_reached = true;
+    }
+    std::make_heap(candidates.begin(), candidates.end(), later);
+    double best_cost = std::numeric_limits<double>::infinity();
+    std::optional<DomainProblem> best_problem;
+    DomainOutcome best;
+    double open_bound = std::numeric_limits<double>::infinity();  // least bound left unclosed
+    const LevelIndex host_level = context.topology().host_level();
+    // Reads the next unread candidates: the one at the cursor, with the following ones on the
+    // same host when targets lie below the host level (one pass over the host's occupants,
+    // as the full scan does). The index rejects hopeless ones first, unread.
+    const auto read_next = [&] {
+      batch.clear();
+      const DomainId first = unread[cursor];
+      const DomainId host = tier.target_level > host_level
+                                ? context.topology().ancestor_at(first, host_level)
+                                : DomainId{};
+      do {
+        const DomainId target = unread[cursor++];
+        if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
+          ++statistics.domains_pruned;
+          log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
+        } else if (auto shortfall =
+                       context.index_shortfall_cached(tier_index, tier, target, cache)) {
+          ++statistics.domains_pruned;
+          log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
+        } else {
+          batch.push_back(target);
+        }
+      } while (host.valid() && cursor < unread.size() &&
+               context.topology().ancestor_at(unread[cursor], host_level) == host);
+      if (!batch.empty()) {
+        context.scan_batch_cached(tier_index, tier, std::span<const DomainId>(batch), workspace,
+                                  cache, emit);
+      }
+    };
+    while (!candidates.empty() || cursor < unread.size()) {
+      const std::size_t live = candidates.size() + (unread.size() - cursor);
+      // Unread domains (bound: the floor) go before read ones of a larger bound; at equal
+      // bounds read ones go first, so a plan at the floor ends the tier without reading the
+      // other domains whose bound is the floor.
+      const bool take_unread =
+          cursor < unread.size() && (candidates.empty() || candidates.front().bound > floor);
+      const double least = take_unread ? floor : candidates.front().bound;
+      if (least >= best_cost - tolerance(best_cost)) {
+        // Every domain left has a bound at least this large: all are pruned at once, the
+        // closest read ones listed first, then unread ones.
+        statistics.domains_pruned += live;
+        std::size_t listed = 0;
+        while (!candidates.empty() && log.wants_more()) {
+          std::pop_heap(candidates.begin(), candidates.end(), later);
+          log.searched({candidates.back().target,
+                        Rejection::Kind::bound,
+                        {},
+                        candidates.back().bound,
+                        best_cost,
+                        {}});
+          candidates.pop_back();
+          ++listed;
+        }
+        for (std::size_t shown = 0;
+             shown < max_listed_verdicts && cursor < unread.size() && log.wants_more(); ++shown) {
+          const DomainId target = unread[cursor++];
+          if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
+            log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
+          } else {
+            log.searched({target, Rejection::Kind::bound_unread, {}, floor, best_cost, {}});
+          }
+          ++listed;
+        }
+        log.count_unlisted(live - listed);
+        break;
+      }
+      // Past the deadline, one domain is still searched when none was: the most promising
+      // one, at the price of one bounded search, so a tight limit still yields a plan.
+      if (searched_here > 0 && deadline.expired_now()) {
+        cut_short = true;
+        statistics.limit_reached = true;
+        open_bound = std::min(open_bound, least);  // the least bound left: still open
+        break;
+      }
+      if (take_unread) {
+        read_next();
+        continue;
+      }
+      std::pop_heap(candidates.begin(), candidates.end(), later);
+      const Candidate item = candidates.back();
+      candidates.pop_back();
+      (void)context.build_problem(tier, item.target, problem);
+      ++statistics.domains_solved;
+      ++searched_here;
+      SearchLimits domain_limits = limits;
+      domain_limits.domains_left = live;
+      DomainOutcome outcome = search.search(state, problem, best_cost, domain_limits, statistics);
+      if (outcome.limit_reached) statistics.limit_reached = true;
+      if (outcome.downgrade) downgrades.push_back({item.target, *outcome.downgrade, outcome.note});
+      if (!outcome.exact)
+        open_bound = std::min(open_bound, std::max(outcome.lower_bound, item.bound));
+      if (outcome.found && outcome.cost < best_cost - tolerance(best_cost)) {
+        if (best_problem) {
+          log.searched({best_problem->target,
+                        Rejection::Kind::costlier,
+                        {},
+                        best.cost,
+                        outcome.cost,
+                        best.note});
+        }
+        best_cost = outcome.cost;
+        best = std::move(outcome);
+        // Swapped, not copied: `problem` is rebuilt before its next use, and takes over the
+        // old winner's buffers.
+        if (best_problem) {
+          std::swap(*best_problem, problem);
+        } else {
+          best_problem.emplace(std::move(problem));
+        }
+      } else if (outcome.found) {
+        log.searched(
+            {item.target, Rejection::Kind::costlier, {}, outcome.cost, best_cost, outcome.note});
+      } else {
+        log.searched({item.target, Rejection::Kind::no_better, {}, 0.0, best_cost, outcome.note});
+      }
+    }
+    if (best_problem) {
+      // Proven when nothing left open (other domains' bounds, and this domain's own bound for
+      // an inexact search) could undercut the winner.
+      const bool proven = !unproven && !cut_short &&
+                          (best.exact || best.lower_bound >= best_cost - tolerance(best_cost)) &&
+                          open_bound >= best_cost - tolerance(best_cost);
+      const double bound =
+          std::min({best.exact ? best_cost : best.lower_bound, open_bound, best_cost});
+      PreemptionPlan plan = context.make_plan(
+          solver, *best_problem, best, proven ? PlanStatus::optimal : PlanStatus::feasible,
+          proven ? best_cost : bound, statistics, log.verdicts(context), log.total());
+      plan.downgrades = std::move(downgrades);
+      return finish(std::move(plan));
+    }
+    if (statistics.limit_reached) unproven = true;
+  }
+  PreemptionPlan plan = context.make_plan_without_victims(
+      solver, PlanStatus::infeasible, nullptr, statistics, log.verdicts(context), log.total());
+  plan.downgrades = std::move(downgrades);
+  return finish(std::move(plan));
+}
+
+}  // namespace topopreempt::detail
