@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +50,7 @@ type Timing struct {
 // Result is what one scheduler did in one scenario.
 type Result struct {
 	Scenario         string      `json:"scenario"`
+	Mode             GPUMode     `json:"gpu_mode"`
 	Title            string      `json:"title"`
 	Scheduler        string      `json:"scheduler"`
 	Nodes            int         `json:"nodes"`
@@ -80,8 +80,8 @@ func logf(format string, args ...any) {
 // observes what happens; the scheduler is stopped and the state cleared before returning.
 func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Result, error) {
 	client := c.Client
-	ns := fmt.Sprintf("%s-%s", s.Name, v.Name)
-	res := &Result{Scenario: s.Name, Title: s.Title, Scheduler: v.Name, Nodes: len(s.Nodes), FillPods: len(s.Fill),
+	ns := fmt.Sprintf("%s-%s-%s", s.Name, s.Mode, v.Name)
+	res := &Result{Scenario: s.Name, Mode: s.Mode, Title: s.Title, Scheduler: v.Name, Nodes: len(s.Nodes), FillPods: len(s.Fill),
 		Schedulable: s.Schedulable, Optimum: s.Optimum, OptimumCost: s.OptimumCost, OptimumVictims: s.OptimumVictims}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	defer fillWatch.Stop()
 	preempted := map[string]bool{}
 	submitted := time.Now()
-	if err := submitPreemptor(ctx, client, ns, s.Preemptor); err != nil {
+	if err := submitPreemptor(ctx, client, ns, s.Mode, s.Preemptor); err != nil {
 		return nil, err
 	}
 	logf("%s: preemptor %s submitted (%d pod(s) x %d GPUs)", ns, s.Preemptor.Name, s.Preemptor.Pods, s.Preemptor.GPUsPerPod)
@@ -205,7 +205,7 @@ func hasDisruptionTarget(pod *corev1.Pod) bool {
 
 func preemptorPodName(p PreemptorSpec, i int) string { return fmt.Sprintf("%s-%d", p.Name, i) }
 
-func submitPreemptor(ctx context.Context, client kubernetes.Interface, ns string, p PreemptorSpec) error {
+func submitPreemptor(ctx context.Context, client kubernetes.Interface, ns string, mode GPUMode, p PreemptorSpec) error {
 	group := ""
 	if p.Group != nil {
 		if _, err := client.SchedulingV1beta1().PodGroups(ns).Create(ctx, makePodGroup(ns, *p.Group), metav1.CreateOptions{}); err != nil {
@@ -215,11 +215,16 @@ func submitPreemptor(ctx context.Context, client kubernetes.Interface, ns string
 	}
 	for i := 0; i < p.Pods; i++ {
 		name := preemptorPodName(p, i)
-		claim := makeClaim(ns, name+"-gpus", p.GPUsPerPod, p.SameNUMA)
-		if _, err := client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("preemptor claim: %w", err)
+		var pod *corev1.Pod
+		if mode == ExtendedResource {
+			pod = makePod(ns, name, "preemptor", p.Priority, "", group, p.GPUsPerPod, 0)
+		} else {
+			claim := makeClaim(ns, name+"-gpus", p.GPUsPerPod, p.SameNUMA)
+			if _, err := client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("preemptor claim: %w", err)
+			}
+			pod = makePod(ns, name, "preemptor", p.Priority, claim.Name, group, 0, 0)
 		}
-		pod := makePod(ns, name, "preemptor", p.Priority, claim.Name, group, 0)
 		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("preemptor pod: %w", err)
 		}
@@ -247,6 +252,24 @@ type gpuKey struct {
 
 // observe fills in placements, topology, victims, cost and wasted evictions.
 func observe(ctx context.Context, client kubernetes.Interface, ns string, s *Scenario, res *Result, preempted map[string]bool) error {
+	// A fill pod that is still there without a DisruptionTarget was not preempted.
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: RoleLabel + "=fill"})
+	if err != nil {
+		return err
+	}
+	present := map[string]bool{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		present[pod.Name] = true
+		if hasDisruptionTarget(pod) || pod.DeletionTimestamp != nil {
+			preempted[pod.Name] = true
+		}
+	}
+	for _, f := range s.Fill {
+		if !present[f.Name] {
+			preempted[f.Name] = true
+		}
+	}
 	nodeRack := map[string]string{}
 	for _, n := range s.Nodes {
 		nodeRack[n.Name] = n.Rack
@@ -259,44 +282,27 @@ func observe(ctx context.Context, client kubernetes.Interface, ns string, s *Sce
 			return err
 		}
 		pl := Placement{Pod: name, Node: pod.Spec.NodeName, Rack: nodeRack[pod.Spec.NodeName]}
-		claim, err := client.ResourceV1().ResourceClaims(ns).Get(ctx, name+"-gpus", metav1.GetOptions{})
-		if err != nil {
+		if s.Mode == ExtendedResource {
+			if pl.Node != "" {
+				pl.GPUs = bestDevices(s, preempted, used, pl.Node)
+			}
+		} else if pl.GPUs, err = allocatedGPUs(ctx, client, ns, name+"-gpus"); err != nil {
 			return err
 		}
-		if claim.Status.Allocation != nil {
-			for _, r := range claim.Status.Allocation.Devices.Results {
-				gpu, err := strconv.Atoi(strings.TrimPrefix(r.Device, "gpu"))
-				if err != nil {
-					return fmt.Errorf("device %q: %w", r.Device, err)
-				}
-				pl.GPUs = append(pl.GPUs, gpu)
-				used[gpuKey{r.Pool, gpu}] = true
-			}
-			sort.Ints(pl.GPUs)
+		for _, g := range pl.GPUs {
+			used[gpuKey{pl.Node, g}] = true
 		}
 		res.Placements = append(res.Placements, pl)
 	}
 	res.TopologyHonoured, res.TopologyNote = topologyVerdict(s, res)
-
-	// A fill pod that is still there without a DisruptionTarget was not preempted.
 	for _, f := range s.Fill {
-		if !preempted[f.Name] {
-			pod, err := client.CoreV1().Pods(ns).Get(ctx, f.Name, metav1.GetOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				preempted[f.Name] = true
-			case err != nil:
-				return err
-			case hasDisruptionTarget(pod) || pod.DeletionTimestamp != nil:
-				preempted[f.Name] = true
-			}
-		}
 		if !preempted[f.Name] {
 			continue
 		}
+		// Wasted: none of its GPUs went to a preemptor that runs inside its requirement.
 		v := Victim{Pod: f.Name, Node: f.Node, GPUs: f.GPUs, Priority: PriorityClasses[f.Priority], Cost: f.Cost, Wasted: true}
 		for _, g := range f.GPUs {
-			if used[gpuKey{f.Node, g}] {
+			if used[gpuKey{f.Node, g}] && res.TopologyHonoured {
 				v.Wasted = false
 			}
 		}
@@ -309,10 +315,71 @@ func observe(ctx context.Context, client kubernetes.Interface, ns string, s *Sce
 	return nil
 }
 
+// allocatedGPUs reads the GPU indexes the scheduler allocated to a DRA claim.
+func allocatedGPUs(ctx context.Context, client kubernetes.Interface, ns, claimName string) ([]int, error) {
+	claim, err := client.ResourceV1().ResourceClaims(ns).Get(ctx, claimName, metav1.GetOptions{})
+	if err != nil || claim.Status.Allocation == nil {
+		return nil, err
+	}
+	var gpus []int
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		gpu, err := strconv.Atoi(strings.TrimPrefix(r.Device, "gpu"))
+		if err != nil {
+			return nil, fmt.Errorf("device %q: %w", r.Device, err)
+		}
+		gpus = append(gpus, gpu)
+	}
+	sort.Ints(gpus)
+	return gpus, nil
+}
+
+// bestDevices is what the best possible device plugin and kubelet Topology Manager could
+// give a preemptor pod bound to node by extended-resource count: after the evictions, the
+// free GPUs of the NUMA node with the most of them first (the scheduler itself sees no NUMA).
+func bestDevices(s *Scenario, preempted map[string]bool, taken map[gpuKey]bool, node string) []int {
+	busy := map[int]bool{}
+	for _, f := range s.Fill {
+		if f.Node == node && !preempted[f.Name] {
+			for _, g := range f.GPUs {
+				busy[g] = true
+			}
+		}
+	}
+	freeByNUMA := map[int][]int{}
+	for g := 0; g < GPUsPerNode; g++ {
+		if !busy[g] && !taken[gpuKey{node, g}] {
+			freeByNUMA[NUMAOf(g)] = append(freeByNUMA[NUMAOf(g)], g)
+		}
+	}
+	var order []int
+	for numa := 0; numa < GPUsPerNode/GPUsPerNUMA; numa++ {
+		order = append(order, numa)
+	}
+	sort.SliceStable(order, func(i, j int) bool { return len(freeByNUMA[order[i]]) > len(freeByNUMA[order[j]]) })
+	var gpus []int
+	for _, numa := range order {
+		gpus = append(gpus, freeByNUMA[numa]...)
+	}
+	if len(gpus) > s.Preemptor.GPUsPerPod {
+		gpus = gpus[:s.Preemptor.GPUsPerPod]
+	}
+	sort.Ints(gpus)
+	return gpus
+}
+
 // topologyVerdict: did every preemptor pod run with its requirement met?
 func topologyVerdict(s *Scenario, res *Result) (bool, string) {
 	if !res.PreemptorRan {
 		return false, "preemptor did not run"
+	}
+	if s.Preemptor.SameNUMA && s.Mode == ExtendedResource {
+		// The scheduler cannot see NUMA; the best device assignment on the chosen node decides.
+		pl := res.Placements[0]
+		if len(pl.GPUs) < s.Preemptor.GPUsPerPod || NUMAOf(pl.GPUs[0]) != NUMAOf(pl.GPUs[len(pl.GPUs)-1]) {
+			return false, fmt.Sprintf("%s: no NUMA node has %d free GPUs after the evictions (best: %v); "+
+				"a single-numa-node Topology Manager would reject the pod", pl.Node, s.Preemptor.GPUsPerPod, pl.GPUs)
+		}
+		return true, fmt.Sprintf("%s: GPUs %v free on NUMA %d after the evictions", pl.Node, pl.GPUs, NUMAOf(pl.GPUs[0]))
 	}
 	if s.Preemptor.SameNUMA {
 		for _, pl := range res.Placements {

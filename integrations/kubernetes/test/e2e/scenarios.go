@@ -8,6 +8,16 @@ import (
 	"time"
 )
 
+// GPUMode is how pods ask for GPUs.
+type GPUMode string
+
+const (
+	// DRA: a ResourceClaim per pod; the scheduler allocates devices (and NUMA constraints).
+	DRA GPUMode = "dra"
+	// ExtendedResource: a count of GPUResource, as with a device plugin; NUMA is invisible.
+	ExtendedResource GPUMode = "extres"
+)
+
 // PreemptorSpec is the high-priority workload submitted after the fill: Pods pods of
 // GPUsPerPod GPUs each (one ResourceClaim per pod), all GPUs of a pod on one NUMA node when
 // SameNUMA (a DRA matchAttribute constraint), a gang under Group when set.
@@ -23,6 +33,7 @@ type PreemptorSpec struct {
 // derived by hand from the state (the cost of a victim is its CostAnnotation).
 type Scenario struct {
 	Name, Title     string
+	Mode            GPUMode
 	Nodes           []NodeSpec
 	FillGroups      []GroupSpec
 	Fill            []FillPod
@@ -74,9 +85,25 @@ func span(from, to int) []int {
 	return out
 }
 
-// Scenarios returns every scenario; scaleNodes sizes the KWOK scale scenario (10 pods a node).
-func Scenarios(scaleNodes int) []*Scenario {
-	return []*Scenario{numaFragmented(), cheapestNotLowest(), gangOneRack(), unsatisfiable(), scale(scaleNodes)}
+// Scenarios returns every scenario, each in both GPU modes; scaleNodes sizes the KWOK scale
+// scenario (10 pods a node), run in the modes scaleModes.
+func Scenarios(scaleNodes int, scaleModes []GPUMode) []*Scenario {
+	var out []*Scenario
+	for _, build := range []func() *Scenario{numaFragmented, cheapestNotLowest, gangOneRack, unsatisfiable} {
+		for _, mode := range []GPUMode{DRA, ExtendedResource} {
+			s := build()
+			s.Mode = mode
+			out = append(out, s)
+		}
+	}
+	if scaleNodes > 0 {
+		for _, mode := range scaleModes {
+			s := scale(scaleNodes)
+			s.Mode = mode
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // numaFragmented: one pod needs 4 GPUs on one NUMA node (DRA matchAttribute on numaNode).
@@ -88,7 +115,7 @@ func numaFragmented() *Scenario {
 	nodes := rackNodes("numa", 1, 4)
 	a, b, c, d := nodes[0].Name, nodes[1].Name, nodes[2].Name, nodes[3].Name
 	var fill []FillPod
-	fill = append(fill, onePerGPU(a, "low-b", 2, 3)...) // gpu0, gpu1 free
+	fill = append(fill, onePerGPU(a, "low-b", 2, 3)...)  // gpu0, gpu1 free
 	fill = append(fill, onePerGPU(a, "low", 5, 6, 7)...) // gpu4 free
 	fill = append(fill, onePerGPU(b, "high", span(0, 7)...)...)
 	fill = append(fill, onePerGPU(c, "low", span(0, 7)...)...) // a whole NUMA node costs 4 x 101

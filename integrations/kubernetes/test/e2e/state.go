@@ -32,6 +32,10 @@ const (
 	PCIeRootAttr = "resource.kubernetes.io/pcieRoot"
 	IndexAttr    = Driver + "/index"
 
+	// GPUResource is the same GPUs as a node extended resource (a device plugin's view): a
+	// count per node, with no NUMA or PCIe placement the scheduler could see.
+	GPUResource corev1.ResourceName = "topopreempt.dev/gpu"
+
 	ZoneLabel  = "topology.kubernetes.io/zone"
 	BlockLabel = "topology.topopreempt.dev/block"
 	RackLabel  = "topology.topopreempt.dev/rack"
@@ -79,6 +83,7 @@ func makeNode(n NodeSpec) *corev1.Node {
 		corev1.ResourceCPU:    resource.MustParse("128"),
 		corev1.ResourceMemory: resource.MustParse("1Ti"),
 		corev1.ResourcePods:   resource.MustParse("110"),
+		GPUResource:           *resource.NewQuantity(GPUsPerNode, resource.DecimalSI),
 	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -131,8 +136,9 @@ func makeClaim(ns, name string, count int, sameNUMA bool) *resourcev1.ResourceCl
 	return claim
 }
 
-// makePod is a pod of priority class priority; claim names its ResourceClaim ("" for none).
-func makePod(ns, name, role, priority, claim, group string, cost float64) *corev1.Pod {
+// makePod is a pod of priority class priority; claim names its ResourceClaim ("" for none),
+// extendedGPUs is its count of GPUResource (0 for none).
+func makePod(ns, name, role, priority, claim, group string, extendedGPUs int, cost float64) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Labels:      map[string]string{RoleLabel: role},
@@ -149,6 +155,11 @@ func makePod(ns, name, role, priority, claim, group string, cost float64) *corev
 	if claim != "" {
 		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To(claim)}}
 		pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpus"}}
+	}
+	if extendedGPUs > 0 {
+		gpus := *resource.NewQuantity(int64(extendedGPUs), resource.DecimalSI)
+		pod.Spec.Containers[0].Resources.Requests[GPUResource] = gpus
+		pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{GPUResource: gpus}
 	}
 	if group != "" {
 		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To(group)}
@@ -244,10 +255,16 @@ func applyState(ctx context.Context, client kubernetes.Interface, ns string, s *
 			return fmt.Errorf("podgroup %s: %w", g.Name, err)
 		}
 	}
-	return parallel(len(s.Fill), 32, func(i int) error { return placeFillPod(ctx, client, ns, s.Fill[i]) })
+	return parallel(len(s.Fill), 32, func(i int) error { return placeFillPod(ctx, client, ns, s.Mode, s.Fill[i]) })
 }
 
-func placeFillPod(ctx context.Context, client kubernetes.Interface, ns string, f FillPod) error {
+func placeFillPod(ctx context.Context, client kubernetes.Interface, ns string, mode GPUMode, f FillPod) error {
+	if mode == ExtendedResource {
+		pod := makePod(ns, f.Name, "fill", f.Priority, "", f.Group, len(f.GPUs), f.Cost)
+		pod.Spec.NodeName = f.Node
+		_, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	}
 	claimName := ""
 	if len(f.GPUs) > 0 {
 		claimName = f.Name + "-gpus"
@@ -255,7 +272,7 @@ func placeFillPod(ctx context.Context, client kubernetes.Interface, ns string, f
 			return fmt.Errorf("claim %s: %w", claimName, err)
 		}
 	}
-	pod := makePod(ns, f.Name, "fill", f.Priority, claimName, f.Group, f.Cost)
+	pod := makePod(ns, f.Name, "fill", f.Priority, claimName, f.Group, 0, f.Cost)
 	pod.Spec.NodeName = f.Node
 	created, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
