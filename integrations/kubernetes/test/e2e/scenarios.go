@@ -125,7 +125,7 @@ func numaFragmented() *Scenario {
 		Nodes: nodes, Fill: withDefaultCosts(fill),
 		Preemptor:   PreemptorSpec{Name: "numa4", Priority: "preemptor", Pods: 1, GPUsPerPod: 4, SameNUMA: true},
 		Schedulable: true, Optimum: "the 2 low-b pods on NUMA 0 of " + a, OptimumCost: 222, OptimumVictims: 2,
-		Watch: 60 * time.Second,
+		Watch: 30 * time.Second,
 	}
 }
 
@@ -152,7 +152,7 @@ func cheapestNotLowest() *Scenario {
 		Nodes: nodes, Fill: withDefaultCosts(fill),
 		Preemptor:   PreemptorSpec{Name: "numa4", Priority: "preemptor", Pods: 1, GPUsPerPod: 4, SameNUMA: true},
 		Schedulable: true, Optimum: "the one mid pod on " + b, OptimumCost: 4, OptimumVictims: 1,
-		Watch: 60 * time.Second,
+		Watch: 30 * time.Second,
 	}
 }
 
@@ -177,7 +177,7 @@ func gangOneRack() *Scenario {
 		Nodes: nodes, Fill: withDefaultCosts(fill),
 		Preemptor:   PreemptorSpec{Name: "gang", Priority: "preemptor", Pods: 2, GPUsPerPod: 8, Group: group},
 		Schedulable: true, Optimum: "the 4 low pods of rack-1", OptimumCost: 404, OptimumVictims: 4,
-		Watch: 90 * time.Second,
+		Watch: 45 * time.Second,
 	}
 }
 
@@ -236,7 +236,7 @@ func scale(n int) *Scenario {
 		Name: "kwok-scale", Title: fmt.Sprintf("%d KWOK nodes, %d pods: 4 GPUs on one NUMA node", n, len(fill)),
 		Nodes: nodes, Fill: fill,
 		Preemptor:   PreemptorSpec{Name: "numa4", Priority: "preemptor", Pods: 1, GPUsPerPod: 4, SameNUMA: true},
-		Schedulable: true, Watch: 180 * time.Second, FillRunningWait: 15 * time.Minute,
+		Schedulable: true, Watch: 60 * time.Second, FillRunningWait: 15 * time.Minute,
 	}
 	s.OptimumCost, s.OptimumVictims, s.Optimum = cheapestNUMA(s)
 	return s
