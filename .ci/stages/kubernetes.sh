@@ -41,7 +41,7 @@ section "scenarios: stock kube-scheduler v1.37.2"
 timeout --kill-after=30 1200 "$BIN/e2e.test" -test.v -test.timeout=19m \
   -bin "$BIN" \
   -variant "stock=$BIN/kube-scheduler:$MODULE/config/stock.yaml" \
-  -scale-nodes "${TOPOPREEMPT_K8S_SCALE_NODES:-1000}" \
+  -scale-nodes "${TOPOPREEMPT_K8S_SCALE_NODES:-1000}" -scale-modes extres,dra \
   -results "$BUILD/results"
 cat "$BUILD/results/results.md"
 
