@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Scheduler is a running kube-scheduler.
+type Scheduler struct {
+	proc       *Process
+	MetricsURL string
+	token      string
+}
+
+// StartScheduler runs binary with the KubeSchedulerConfiguration in configPath (its profiles
+// choose the plugins: stock DefaultPreemption or an out-of-tree PostFilter). The harness fills
+// in the connection to this cluster and turns leader election off; everything else is kept.
+// Any scheduler already running is stopped first. name tells the log files apart.
+func (c *Cluster) StartScheduler(ctx context.Context, name, binary, configPath string) (*Scheduler, error) {
+	c.StopScheduler()
+	config, err := c.schedulerConfig(name, configPath)
+	if err != nil {
+		return nil, err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	p, err := StartProcess(c.Dir, name, binary,
+		"--config="+config,
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
+		"--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
+		"--feature-gates="+strings.Join(FeatureGates, ","), "--v=2")
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{proc: p, MetricsURL: fmt.Sprintf("https://127.0.0.1:%d/metrics", port), token: c.Token}
+	c.scheduler = s
+	readyz := fmt.Sprintf("https://127.0.0.1:%d/readyz", port)
+	if err := waitHTTP(ctx, p, readyz, c.Token, 60*time.Second); err != nil {
+		c.StopScheduler()
+		return nil, err
+	}
+	return s, nil
+}
+
+// StopScheduler stops the running scheduler, if any.
+func (c *Cluster) StopScheduler() {
+	if c.scheduler != nil {
+		c.scheduler.proc.Stop(10 * time.Second)
+		c.scheduler = nil
+	}
+}
+
+// LogPath is the scheduler's log file.
+func (s *Scheduler) LogPath() string { return s.proc.LogPath }
+
+func (c *Cluster) schedulerConfig(name, configPath string) (string, error) {
+	raw, err := os.ReadFile(configPath)
+	if err != nil {
+		return "", err
+	}
+	config := map[string]any{}
+	if err := yaml.Unmarshal(raw, &config); err != nil {
+		return "", fmt.Errorf("%s: %w", configPath, err)
+	}
+	connection, _ := config["clientConnection"].(map[string]any)
+	if connection == nil {
+		connection = map[string]any{}
+	}
+	connection["kubeconfig"] = c.Kubeconfig
+	if _, ok := connection["qps"]; !ok {
+		connection["qps"] = 1000 // binds are not what is measured
+		connection["burst"] = 2000
+	}
+	config["clientConnection"] = connection
+	config["leaderElection"] = map[string]any{"leaderElect": false}
+	out, err := yaml.Marshal(config)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(c.Dir, name+".config.yaml")
+	return path, os.WriteFile(path, out, 0o644)
+}
+
+// Sample is one series of a Prometheus histogram: the labels, the count and the sum.
+type Sample struct {
+	Labels map[string]string
+	Count  float64
+	Sum    float64
+}
+
+// ExtensionPointDurations scrapes scheduler_framework_extension_point_duration_seconds and
+// returns the series of the given extension points (e.g. PostFilter, PodGroupPostFilter).
+func (s *Scheduler) ExtensionPointDurations(points ...string) ([]Sample, error) {
+	code, body, err := httpGet(s.MetricsURL, s.token)
+	if err != nil {
+		return nil, err
+	}
+	if code != 200 {
+		return nil, fmt.Errorf("GET %s: %d %s", s.MetricsURL, code, body)
+	}
+	wanted := map[string]bool{}
+	for _, p := range points {
+		wanted[p] = true
+	}
+	series := map[string]*Sample{}
+	const metric = "scheduler_framework_extension_point_duration_seconds"
+	scanner := bufio.NewScanner(bytes.NewReader(body))
+	scanner.Buffer(make([]byte, 1<<20), 1<<24)
+	for scanner.Scan() {
+		line := scanner.Text()
+		var kind string
+		switch {
+		case strings.HasPrefix(line, metric+"_sum{"):
+			kind = "sum"
+		case strings.HasPrefix(line, metric+"_count{"):
+			kind = "count"
+		default:
+			continue
+		}
+		open, closing := strings.IndexByte(line, '{'), strings.LastIndexByte(line, '}')
+		labels := parseLabels(line[open+1 : closing])
+		if !wanted[labels["extension_point"]] {
+			continue
+		}
+		value, err := strconv.ParseFloat(strings.TrimSpace(line[closing+1:]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+		key := line[open+1 : closing]
+		sample := series[key]
+		if sample == nil {
+			sample = &Sample{Labels: labels}
+			series[key] = sample
+		}
+		if kind == "sum" {
+			sample.Sum = value
+		} else {
+			sample.Count = value
+		}
+	}
+	out := make([]Sample, 0, len(series))
+	for _, s := range series {
+		out = append(out, *s)
+	}
+	return out, scanner.Err()
+}
+
+func parseLabels(text string) map[string]string {
+	labels := map[string]string{}
+	for _, part := range strings.Split(text, ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if ok {
+			labels[strings.TrimSpace(k)] = strings.Trim(v, `"`)
+		}
+	}
+	return labels
+}

@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+
+// Package e2e runs the preemption scenarios against a real control plane on 127.0.0.1
+// (etcd, kube-apiserver, kube-controller-manager, KWOK) with one or more kube-scheduler
+// variants on identical states, and writes what each did as JSON and Markdown.
+//
+//	go test -c -o build/kubernetes/bin/e2e.test ./test/e2e
+//	build/kubernetes/bin/e2e.test -test.v -bin build/kubernetes/bin \
+//	    -variant stock=build/kubernetes/bin/kube-scheduler:config/stock.yaml \
+//	    -results build/kubernetes/results
+//
+// Run the compiled test binary directly (not `go test`): on SIGTERM or SIGINT it stops every
+// process it started before exiting, which `timeout` relies on.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/topopreempt/topopreempt/integrations/kubernetes/internal/cluster"
+)
+
+type variantFlags []Variant
+
+func (v *variantFlags) String() string { return fmt.Sprint(*v) }
+
+func (v *variantFlags) Set(text string) error {
+	name, rest, ok := strings.Cut(text, "=")
+	binary, config, ok2 := strings.Cut(rest, ":")
+	if !ok || !ok2 || name == "" {
+		return fmt.Errorf("want NAME=BINARY:CONFIG, got %q", text)
+	}
+	*v = append(*v, Variant{Name: name, Binary: binary, Config: config})
+	return nil
+}
+
+var (
+	binDir     = flag.String("bin", "", "directory of etcd (server), kube-apiserver, kube-controller-manager, kwok")
+	resultsDir = flag.String("results", "", "where results.json and results.md go (default: none)")
+	keepDir    = flag.Bool("keep", false, "keep the cluster directory (logs, configs) after the run")
+	scaleNodes = flag.Int("scale-nodes", 1000, "nodes of the KWOK scale scenario (10 pods each); 0 skips it")
+	scaleModes = flag.String("scale-modes", "extres", "GPU modes of the scale scenario: extres, dra or both (comma-separated)")
+	only       = flag.String("scenarios", "", "comma-separated scenario names (NAME or NAME/MODE) to run (default: all)")
+	variants   variantFlags
+)
+
+func init() {
+	flag.Var(&variants, "variant", "NAME=BINARY:CONFIG, a kube-scheduler and its KubeSchedulerConfiguration; repeatable")
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		sig := <-signals
+		logf("%s: stopping every process of the run", sig)
+		cluster.KillAll()
+		os.Exit(2)
+	}()
+	code := m.Run()
+	cluster.KillAll()
+	os.Exit(code)
+}
+
+func TestScenarios(t *testing.T) {
+	if *binDir == "" || len(variants) == 0 {
+		t.Skip("needs -bin and at least one -variant (see the package comment)")
+	}
+	dir, err := os.MkdirTemp("", "topopreempt-k8s.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !*keepDir {
+		defer os.RemoveAll(dir)
+	}
+	ctx := context.Background()
+	started := time.Now()
+	c, err := cluster.Start(ctx, dir, cluster.BinariesIn(*binDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	logf("control plane ready in %.1fs at %s (dir %s)", time.Since(started).Seconds(), c.URL, dir)
+	if err := ensureClusterObjects(ctx, c.Client); err != nil {
+		t.Fatal(err)
+	}
+	wanted := map[string]bool{}
+	for _, name := range strings.Split(*only, ",") {
+		if name != "" {
+			wanted[name] = true
+		}
+	}
+	var results []*Result
+	var modes []GPUMode
+	for _, m := range strings.Split(*scaleModes, ",") {
+		if m != "" {
+			modes = append(modes, GPUMode(m))
+		}
+	}
+	for _, s := range Scenarios(*scaleNodes, modes) {
+		id := s.Name + "/" + string(s.Mode)
+		if len(wanted) > 0 && !wanted[s.Name] && !wanted[id] {
+			continue
+		}
+		t.Run(id, func(t *testing.T) {
+			for _, v := range variants {
+				res, err := Run(ctx, c, s, v)
+				if err != nil {
+					t.Fatalf("%s with %s: %v", s.Name, v.Name, err)
+				}
+				logf("%s/%s: ran=%v topology=%v (%s) victims=%d cost=%g wasted=%d; optimum %d victims cost %g",
+					s.Name, v.Name, res.PreemptorRan, res.TopologyHonoured, res.TopologyNote, len(res.Victims),
+					res.VictimCost, res.WastedEvictions, res.OptimumVictims, res.OptimumCost)
+				results = append(results, res)
+				checkInvariants(t, s, res)
+			}
+		})
+	}
+	if *resultsDir != "" {
+		if err := writeResults(*resultsDir, results); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkInvariants holds for every scheduler wherever the requirement is visible to it (DRA
+// claims, PodGroup topology constraints; not NUMA behind an extended-resource count): a
+// preemptor that ran has its topology requirement met, and nothing runs where no placement
+// exists. How good the victim set is is reported, not asserted: that is the comparison.
+func checkInvariants(t *testing.T, s *Scenario, res *Result) {
+	t.Helper()
+	if s.Mode == ExtendedResource && s.Preemptor.SameNUMA {
+		return
+	}
+	if res.PreemptorRan && !res.TopologyHonoured {
+		t.Errorf("%s/%s: preemptor ran outside its requirement: %s", s.Name, res.Scheduler, res.TopologyNote)
+	}
+	if !s.Schedulable && res.PreemptorRan {
+		t.Errorf("%s/%s: preemptor ran although no placement exists", s.Name, res.Scheduler)
+	}
+}
+
+func writeResults(dir string, results []*Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(results, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), data, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(markdown(results)), 0o644)
+}
+
+func markdown(results []*Result) string {
+	var b strings.Builder
+	b.WriteString("| scenario | GPUs as | scheduler | preemptor ran | topology | victims | cost | wasted | optimum (victims, cost) | PostFilter calls, total ms |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		var timing []string
+		for _, p := range r.PostFilter {
+			timing = append(timing, fmt.Sprintf("%s %s: %d, %.1f", p.ExtensionPoint, p.Status, p.Count, 1000*p.SumSeconds))
+		}
+		ran := "no"
+		if r.PreemptorRan {
+			ran = fmt.Sprintf("yes (%.1fs)", r.SecondsToRun)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %v: %s | %d | %g | %d | %d, %g | %s |\n", r.Scenario, r.Mode, r.Scheduler, ran,
+			r.TopologyHonoured, r.TopologyNote, len(r.Victims), r.VictimCost, r.WastedEvictions,
+			r.OptimumVictims, r.OptimumCost, strings.Join(timing, "; "))
+	}
+	b.WriteString("\nVictims:\n\n")
+	for _, r := range results {
+		var names []string
+		for _, v := range r.Victims {
+			names = append(names, fmt.Sprintf("%s (prio %d, cost %g, GPUs %v%s)", v.Pod, v.Priority, v.Cost, v.GPUs,
+				map[bool]string{true: ", wasted", false: ""}[v.Wasted]))
+		}
+		if len(names) > 12 {
+			names = append(names[:12], fmt.Sprintf("… %d more", len(names)-12))
+		}
+		fmt.Fprintf(&b, "- %s (%s) / %s: %s; optimum: %s\n", r.Scenario, r.Mode, r.Scheduler, strings.Join(names, ", "), r.Optimum)
+	}
+	return b.String()
+}

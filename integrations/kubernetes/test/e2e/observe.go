@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: MIT
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/topopreempt/topopreempt/integrations/kubernetes/internal/cluster"
+)
+
+// Variant is one scheduler under test: a binary and its KubeSchedulerConfiguration.
+type Variant struct{ Name, Binary, Config string }
+
+// Victim is a fill pod the scheduler preempted.
+type Victim struct {
+	Pod      string  `json:"pod"`
+	Node     string  `json:"node"`
+	GPUs     []int   `json:"gpus"`
+	Priority int32   `json:"priority"`
+	Cost     float64 `json:"cost"`
+	Wasted   bool    `json:"wasted"` // none of its GPUs went to the preemptor
+}
+
+// Placement is where one preemptor pod ran.
+type Placement struct {
+	Pod  string `json:"pod"`
+	Node string `json:"node"`
+	Rack string `json:"rack"`
+	GPUs []int  `json:"gpus"`
+}
+
+// Timing is one series of scheduler_framework_extension_point_duration_seconds.
+type Timing struct {
+	ExtensionPoint string  `json:"extension_point"`
+	Status         string  `json:"status"`
+	Count          int     `json:"count"`
+	SumSeconds     float64 `json:"sum_seconds"`
+}
+
+// Result is what one scheduler did in one scenario.
+type Result struct {
+	Scenario         string      `json:"scenario"`
+	Mode             GPUMode     `json:"gpu_mode"`
+	Title            string      `json:"title"`
+	Scheduler        string      `json:"scheduler"`
+	Nodes            int         `json:"nodes"`
+	FillPods         int         `json:"fill_pods"`
+	SetupSeconds     float64     `json:"setup_seconds"`
+	PreemptorRan     bool        `json:"preemptor_ran"`
+	SecondsToRun     float64     `json:"seconds_to_run,omitempty"`
+	Placements       []Placement `json:"placements"`
+	TopologyHonoured bool        `json:"topology_honoured"`
+	TopologyNote     string      `json:"topology_note"`
+	Victims          []Victim    `json:"victims"`
+	VictimCost       float64     `json:"victim_cost"`
+	WastedEvictions  int         `json:"wasted_evictions"`
+	Schedulable      bool        `json:"schedulable"`
+	Optimum          string      `json:"optimum"`
+	OptimumCost      float64     `json:"optimum_cost"`
+	OptimumVictims   int         `json:"optimum_victims"`
+	PostFilter       []Timing    `json:"postfilter"`
+	SchedulerLog     string      `json:"scheduler_log"`
+}
+
+func logf(format string, args ...any) {
+	fmt.Printf("[k8s-scenarios %s] %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// Run sets up s in a fresh namespace, starts v's scheduler, submits the preemptor and
+// observes what happens; the scheduler is stopped and the state cleared before returning.
+func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Result, error) {
+	client := c.Client
+	ns := fmt.Sprintf("%s-%s-%s", s.Name, s.Mode, v.Name)
+	res := &Result{Scenario: s.Name, Mode: s.Mode, Title: s.Title, Scheduler: v.Name, Nodes: len(s.Nodes), FillPods: len(s.Fill),
+		Schedulable: s.Schedulable, Optimum: s.Optimum, OptimumCost: s.OptimumCost, OptimumVictims: s.OptimumVictims}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	defer func() {
+		c.StopScheduler()
+		if err := clearState(context.Background(), client, ns); err != nil {
+			logf("%s: clearing state: %v", ns, err)
+		}
+	}()
+	start := time.Now()
+	if err := applyState(ctx, client, ns, s); err != nil {
+		return nil, err
+	}
+	wait := s.FillRunningWait
+	if wait == 0 {
+		wait = 2 * time.Minute
+	}
+	if err := waitFillRunning(ctx, client, ns, len(s.Fill), wait); err != nil {
+		return nil, err
+	}
+	res.SetupSeconds = time.Since(start).Seconds()
+	logf("%s: %d nodes, %d fill pods running after %.1fs", ns, len(s.Nodes), len(s.Fill), res.SetupSeconds)
+
+	sched, err := c.StartScheduler(ctx, "kube-scheduler-"+ns, v.Binary, v.Config)
+	if err != nil {
+		return nil, err
+	}
+	res.SchedulerLog = sched.LogPath()
+	time.Sleep(2 * time.Second) // informers list the fill; readyz does not wait for that
+
+	fillWatch, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: RoleLabel + "=fill"})
+	if err != nil {
+		return nil, err
+	}
+	defer fillWatch.Stop()
+	preempted := map[string]bool{}
+	submitted := time.Now()
+	if err := submitPreemptor(ctx, client, ns, s.Mode, s.Preemptor); err != nil {
+		return nil, err
+	}
+	logf("%s: preemptor %s submitted (%d pod(s) x %d GPUs)", ns, s.Preemptor.Name, s.Preemptor.Pods, s.Preemptor.GPUsPerPod)
+	deadline := submitted.Add(s.Watch)
+	for time.Now().Before(deadline) {
+		drain(fillWatch, preempted)
+		if err := c.CheckAlive(); err != nil {
+			return nil, err
+		}
+		if exited, err := schedulerExited(c); exited {
+			return nil, err
+		}
+		ran, err := preemptorRunning(ctx, client, ns, s.Preemptor)
+		if err != nil {
+			return nil, err
+		}
+		if ran && !res.PreemptorRan {
+			res.PreemptorRan = true
+			res.SecondsToRun = time.Since(submitted).Seconds()
+			// Evictions that raced the binding still show up within a moment.
+			deadline = time.Now().Add(2 * time.Second)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	drain(fillWatch, preempted)
+	if err := observe(ctx, client, ns, s, res, preempted); err != nil {
+		return nil, err
+	}
+	samples, err := sched.ExtensionPointDurations("PostFilter", "PodGroupPostFilter")
+	if err != nil {
+		return nil, err
+	}
+	for _, sample := range samples {
+		if sample.Count > 0 {
+			res.PostFilter = append(res.PostFilter, Timing{ExtensionPoint: sample.Labels["extension_point"],
+				Status: sample.Labels["status"], Count: int(sample.Count), SumSeconds: sample.Sum})
+		}
+	}
+	sort.Slice(res.PostFilter, func(i, j int) bool {
+		return res.PostFilter[i].ExtensionPoint+res.PostFilter[i].Status < res.PostFilter[j].ExtensionPoint+res.PostFilter[j].Status
+	})
+	return res, nil
+}
+
+func schedulerExited(c *cluster.Cluster) (bool, error) {
+	s := c.Scheduler()
+	if s == nil {
+		return true, fmt.Errorf("no scheduler running")
+	}
+	return false, nil
+}
+
+// drain records every fill pod deleted or marked DisruptionTarget so far.
+func drain(w watch.Interface, preempted map[string]bool) {
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			pod, isPod := ev.Object.(*corev1.Pod)
+			if !isPod {
+				continue
+			}
+			if ev.Type == watch.Deleted || hasDisruptionTarget(pod) || pod.DeletionTimestamp != nil {
+				preempted[pod.Name] = true
+			}
+		default:
+			return
+		}
+	}
+}
+
+func hasDisruptionTarget(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func preemptorPodName(p PreemptorSpec, i int) string { return fmt.Sprintf("%s-%d", p.Name, i) }
+
+func submitPreemptor(ctx context.Context, client kubernetes.Interface, ns string, mode GPUMode, p PreemptorSpec) error {
+	group := ""
+	if p.Group != nil {
+		if _, err := client.SchedulingV1beta1().PodGroups(ns).Create(ctx, makePodGroup(ns, *p.Group), metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("preemptor podgroup: %w", err)
+		}
+		group = p.Group.Name
+	}
+	for i := 0; i < p.Pods; i++ {
+		name := preemptorPodName(p, i)
+		var pod *corev1.Pod
+		if mode == ExtendedResource {
+			pod = makePod(ns, name, "preemptor", p.Priority, "", group, p.GPUsPerPod, 0)
+		} else {
+			claim := makeClaim(ns, name+"-gpus", p.GPUsPerPod, p.SameNUMA)
+			if _, err := client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("preemptor claim: %w", err)
+			}
+			pod = makePod(ns, name, "preemptor", p.Priority, claim.Name, group, 0, 0)
+		}
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("preemptor pod: %w", err)
+		}
+	}
+	return nil
+}
+
+func preemptorRunning(ctx context.Context, client kubernetes.Interface, ns string, p PreemptorSpec) (bool, error) {
+	for i := 0; i < p.Pods; i++ {
+		pod, err := client.CoreV1().Pods(ns).Get(ctx, preemptorPodName(p, i), metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if pod.Spec.NodeName == "" || pod.Status.Phase != corev1.PodRunning {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+type gpuKey struct {
+	node string
+	gpu  int
+}
+
+// observe fills in placements, topology, victims, cost and wasted evictions.
+func observe(ctx context.Context, client kubernetes.Interface, ns string, s *Scenario, res *Result, preempted map[string]bool) error {
+	// A fill pod that is still there without a DisruptionTarget was not preempted.
+	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: RoleLabel + "=fill"})
+	if err != nil {
+		return err
+	}
+	present := map[string]bool{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		present[pod.Name] = true
+		if hasDisruptionTarget(pod) || pod.DeletionTimestamp != nil {
+			preempted[pod.Name] = true
+		}
+	}
+	for _, f := range s.Fill {
+		if !present[f.Name] {
+			preempted[f.Name] = true
+		}
+	}
+	nodeRack := map[string]string{}
+	for _, n := range s.Nodes {
+		nodeRack[n.Name] = n.Rack
+	}
+	used := map[gpuKey]bool{}
+	for i := 0; i < s.Preemptor.Pods; i++ {
+		name := preemptorPodName(s.Preemptor, i)
+		pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pl := Placement{Pod: name, Node: pod.Spec.NodeName, Rack: nodeRack[pod.Spec.NodeName]}
+		if s.Mode == ExtendedResource {
+			if pl.Node != "" {
+				pl.GPUs = bestDevices(s, preempted, used, pl.Node)
+			}
+		} else if pl.GPUs, err = allocatedGPUs(ctx, client, ns, name+"-gpus"); err != nil {
+			return err
+		}
+		for _, g := range pl.GPUs {
+			used[gpuKey{pl.Node, g}] = true
+		}
+		res.Placements = append(res.Placements, pl)
+	}
+	res.TopologyHonoured, res.TopologyNote = topologyVerdict(s, res)
+	for _, f := range s.Fill {
+		if !preempted[f.Name] {
+			continue
+		}
+		// Wasted: none of its GPUs went to a preemptor that runs inside its requirement.
+		v := Victim{Pod: f.Name, Node: f.Node, GPUs: f.GPUs, Priority: PriorityClasses[f.Priority], Cost: f.Cost, Wasted: true}
+		for _, g := range f.GPUs {
+			if used[gpuKey{f.Node, g}] && res.TopologyHonoured {
+				v.Wasted = false
+			}
+		}
+		res.Victims = append(res.Victims, v)
+		res.VictimCost += v.Cost
+		if v.Wasted {
+			res.WastedEvictions++
+		}
+	}
+	return nil
+}
+
+// allocatedGPUs reads the GPU indexes the scheduler allocated to a DRA claim.
+func allocatedGPUs(ctx context.Context, client kubernetes.Interface, ns, claimName string) ([]int, error) {
+	claim, err := client.ResourceV1().ResourceClaims(ns).Get(ctx, claimName, metav1.GetOptions{})
+	if err != nil || claim.Status.Allocation == nil {
+		return nil, err
+	}
+	var gpus []int
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		gpu, err := strconv.Atoi(strings.TrimPrefix(r.Device, "gpu"))
+		if err != nil {
+			return nil, fmt.Errorf("device %q: %w", r.Device, err)
+		}
+		gpus = append(gpus, gpu)
+	}
+	sort.Ints(gpus)
+	return gpus, nil
+}
+
+// bestDevices is what the best possible device plugin and kubelet Topology Manager could
+// give a preemptor pod bound to node by extended-resource count: after the evictions, the
+// free GPUs of the NUMA node with the most of them first (the scheduler itself sees no NUMA).
+func bestDevices(s *Scenario, preempted map[string]bool, taken map[gpuKey]bool, node string) []int {
+	busy := map[int]bool{}
+	for _, f := range s.Fill {
+		if f.Node == node && !preempted[f.Name] {
+			for _, g := range f.GPUs {
+				busy[g] = true
+			}
+		}
+	}
+	freeByNUMA := map[int][]int{}
+	for g := 0; g < GPUsPerNode; g++ {
+		if !busy[g] && !taken[gpuKey{node, g}] {
+			freeByNUMA[NUMAOf(g)] = append(freeByNUMA[NUMAOf(g)], g)
+		}
+	}
+	var order []int
+	for numa := 0; numa < GPUsPerNode/GPUsPerNUMA; numa++ {
+		order = append(order, numa)
+	}
+	sort.SliceStable(order, func(i, j int) bool { return len(freeByNUMA[order[i]]) > len(freeByNUMA[order[j]]) })
+	var gpus []int
+	for _, numa := range order {
+		gpus = append(gpus, freeByNUMA[numa]...)
+	}
+	if len(gpus) > s.Preemptor.GPUsPerPod {
+		gpus = gpus[:s.Preemptor.GPUsPerPod]
+	}
+	sort.Ints(gpus)
+	return gpus
+}
+
+// topologyVerdict: did every preemptor pod run with its requirement met?
+func topologyVerdict(s *Scenario, res *Result) (bool, string) {
+	if !res.PreemptorRan {
+		return false, "preemptor did not run"
+	}
+	if s.Preemptor.SameNUMA && s.Mode == ExtendedResource {
+		// The scheduler cannot see NUMA; the best device assignment on the chosen node decides.
+		pl := res.Placements[0]
+		if len(pl.GPUs) < s.Preemptor.GPUsPerPod || NUMAOf(pl.GPUs[0]) != NUMAOf(pl.GPUs[len(pl.GPUs)-1]) {
+			return false, fmt.Sprintf("%s: no NUMA node has %d free GPUs after the evictions (best: %v); "+
+				"a single-numa-node Topology Manager would reject the pod", pl.Node, s.Preemptor.GPUsPerPod, pl.GPUs)
+		}
+		return true, fmt.Sprintf("%s: GPUs %v free on NUMA %d after the evictions", pl.Node, pl.GPUs, NUMAOf(pl.GPUs[0]))
+	}
+	if s.Preemptor.SameNUMA {
+		for _, pl := range res.Placements {
+			if len(pl.GPUs) != s.Preemptor.GPUsPerPod {
+				return false, fmt.Sprintf("%s got %d GPUs", pl.Pod, len(pl.GPUs))
+			}
+			for _, g := range pl.GPUs {
+				if NUMAOf(g) != NUMAOf(pl.GPUs[0]) {
+					return false, fmt.Sprintf("%s spans NUMA nodes: %v", pl.Pod, pl.GPUs)
+				}
+			}
+		}
+		return true, fmt.Sprintf("%s: GPUs %v on NUMA %d", res.Placements[0].Node, res.Placements[0].GPUs, NUMAOf(res.Placements[0].GPUs[0]))
+	}
+	if s.Preemptor.Group != nil && s.Preemptor.Group.TopologyKey == RackLabel {
+		racks := map[string]bool{}
+		var nodes []string
+		for _, pl := range res.Placements {
+			racks[pl.Rack] = true
+			nodes = append(nodes, pl.Node)
+		}
+		if len(racks) != 1 {
+			return false, fmt.Sprintf("gang spans racks: %v", nodes)
+		}
+		return true, fmt.Sprintf("gang on %s in %s", strings.Join(nodes, ", "), res.Placements[0].Rack)
+	}
+	return true, "no topology requirement"
+}
