@@ -12,13 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-// Only the umbrella header: the public headers are moving into capability folders, and the
-// umbrella keeps its path. IncrementalDecider is not in the umbrella yet (see docs/c-api.md,
-// "Library requests"), so it is included by name while that path exists.
+// Only the umbrella header (it includes plan/incremental_decider.hpp): the C ABI is a client
+// of the public API.
 #include "topopreempt/topopreempt.hpp"
-#if __has_include("topopreempt/incremental_decider.hpp")
-#include "topopreempt/incremental_decider.hpp"
-#endif
 #include "topopreempt_c.h"
 
 namespace topopreempt_c {
