@@ -94,7 +94,7 @@ class VerdictBuilder {
   return std::abs(a - b) <= tolerance * std::max({1.0, std::abs(a), std::abs(b)});
 }
 
-/// Enough digits to tell apart two costs that differ beyond the tolerance.
+/// The shortest text that reads back as `value`: two different costs never print alike.
 [[nodiscard]] inline std::string number(double value) {
   char buffer[64];
   const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
