@@ -368,7 +368,7 @@ class BranchAndBoundSearch {
 /// same placement model the plan's placement comes from); minimum total cost over every
 /// victim set (and shrink choice) inside every candidate target domain of the tightest
 /// feasible tier. Limits: exponential in the worst case (victims per target domain); the
-/// default node limit (2,000,000) and time limit (10 s) make it anytime.
+/// default node budget (2,000,000) makes it anytime and deterministic; `time_limit` adds a clock.
 ///
 /// Thread-safety: `solve` is const and touches only its arguments; concurrent calls on one
 /// shared state are safe while nobody mutates the state.

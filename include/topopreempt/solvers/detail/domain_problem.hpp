@@ -201,8 +201,8 @@ struct Rejection {
 };
 
 /// Limits shared by solvers that honour them. `time_limit` bounds the whole `solve` from its
-/// first instruction: the scan of every candidate domain as well as the search (solvers without
-/// a setter run with the default 10 s). Reaching it ends the solve with the best plan so far
+/// first instruction: the scan of every candidate domain as well as the search (none by
+/// default, so default results do not depend on machine load). Reaching it ends the solve with the best plan so far
 /// (`feasible`), or `infeasible` with `statistics.limit_reached` and an explanation saying that
 /// infeasibility is not proven. Loading a snapshot is not part of `solve`.
 struct SearchLimits {
