@@ -581,11 +581,11 @@ TEST_SUITE("every_solver") {
       if (checked.plan.has_victims_plan() && reference.plan.status == PlanStatus::optimal) {
         // Nobody beats a proven optimum (the topology-blind baseline plays by other rules).
         if constexpr (!topology_blind<Solver>) {
-          CHECK(checked.plan.cost >= reference.plan.cost * (1.0 - 1e-9) - 1e-9);
+          CHECK(checked.plan.cost >= reference.plan.cost);  // exact (docs/costs.md)
         }
         if constexpr (is_exact_v<Solver>) {
           if (checked.plan.status == PlanStatus::optimal) {
-            CHECK(checked.plan.cost == doctest::Approx(reference.plan.cost).epsilon(1e-9));
+            CHECK(checked.plan.cost == reference.plan.cost);
             ++compared;
           }
         }

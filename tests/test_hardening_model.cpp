@@ -3,10 +3,12 @@
 // of one defect, and every plan goes through the independent verifier.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -345,7 +347,8 @@ void start_in(Allocation& state, const Workload& workload, const std::string& wi
 
 TEST_CASE("issue 11 #6: greedy lets a cheap shrink of a big elastic gang compete from the start") {
   // node0: 4 ineligible jobs, 2 single-GPU victims (price 10 each), 2 replicas of an elastic
-  // 5-replica gang (eviction 24, dropping 2 replicas 9.6); nodes 1-3: 7 ineligible jobs and one
+  // 5-replica gang (eviction 24, dropping 2 replicas 24 x 2 / 5 = 9.6, rounded up to a whole 10:
+  // priority_weighted's costs are exact integers); nodes 1-3: 7 ineligible jobs and one
   // gang replica each. The preemptor needs 2 GPUs in one node: only node0 can host it.
   Allocation state(shared(shapes::cluster(shapes::hgx_h100(), 4, 4)));
   std::uint64_t id = 1;
@@ -365,10 +368,70 @@ TEST_CASE("issue 11 #6: greedy lets a cheap shrink of a big elastic gang compete
   const PreemptionPlan exact =
       solve_verified<solvers::branch_and_bound_solver>(state, preemptor, model);
   REQUIRE(exact.status == PlanStatus::optimal);
-  CHECK(exact.cost == doctest::Approx(9.6));
+  CHECK(exact.cost == 10.0);
   const PreemptionPlan greedy = solve_verified<solvers::greedy_solver>(state, preemptor, model);
   REQUIRE(greedy.has_victims_plan());
-  CHECK(greedy.cost == doctest::Approx(9.6));  // before: 20, two evictions of single jobs
+  CHECK(greedy.cost == 10.0);  // before: 20, two evictions of single jobs
   REQUIRE(greedy.victims.size() == 1);
   CHECK(greedy.victims.front().action == VictimAction::shrink);
+}
+
+namespace {
+
+/// Declares a cost grid of 1 but prices a victim at 1.5: solvers must refuse it.
+struct off_grid_model {
+  static constexpr std::string_view name = "off_grid";
+  [[nodiscard]] double evict(const Workload&) const noexcept { return 1.5; }
+  [[nodiscard]] double shrink(const Workload&, std::int32_t) const noexcept { return 1.5; }
+  [[nodiscard]] double cost_grid() const noexcept { return 1.0; }
+};
+
+/// Declares a grid that is not a power of two.
+struct odd_grid_model {
+  static constexpr std::string_view name = "odd_grid";
+  [[nodiscard]] double evict(const Workload&) const noexcept { return 3.0; }
+  [[nodiscard]] double shrink(const Workload&, std::int32_t) const noexcept { return 3.0; }
+  [[nodiscard]] double cost_grid() const noexcept { return 3.0; }
+};
+
+}  // namespace
+
+TEST_CASE("issue 19: exact-cost declarations are checked, with an error naming the model") {
+  Allocation state(shared(shapes::single_machine(shapes::hgx_h100())));
+  for (std::uint64_t id = 1; id <= 8; ++id) start(state, gpu_job(id, 1, 1));
+  const Workload preemptor = gpu_job(100, 5, 2);
+  const std::size_t before = state.size();
+  const auto message = [&](const auto& model) {
+    try {
+      (void)solvers::branch_and_bound.solve(state, preemptor, model);
+    } catch (const std::invalid_argument& error) {
+      return std::string(error.what());
+    }
+    return std::string("<no error>");
+  };
+  CHECK(message(off_grid_model{}).find("not a multiple of its declared cost_grid() 1") != std::string::npos);
+  CHECK(message(odd_grid_model{}).find("it must be 0 (none) or a power of two") != std::string::npos);
+  // Whole prices past 2^53 in sum would round: refused instead of compared inexactly.
+  cost::priority_weighted huge;
+  huge.offset = 2251799813685248.0;  // 2^51: eight victims sum to 2^54
+  CHECK(message(huge).find("past 2^53") != std::string::npos);
+  CHECK(state.size() == before);  // nothing changed
+  // kubernetes_order: a weight past 2^53 (base 1024, 7 ranks) and a fractional base.
+  CHECK_THROWS_WITH_AS(cost::kubernetes_order({0, 1, 2, 3, 4, 5, 6}, 1024.0),
+                       doctest::Contains("passes 2^53"), std::invalid_argument);
+  CHECK_THROWS_AS(cost::kubernetes_order({0, 1}, 2.5), std::invalid_argument);
+  // The exact mixed radix: one victim of a rank outweighs every listed workload below it.
+  const cost::kubernetes_order order({0, 0, 0, 1, 1, 2});
+  Workload low = gpu_job(200, 0, 1);
+  Workload mid = gpu_job(201, 1, 1);
+  Workload top = gpu_job(202, 2, 1);
+  CHECK(order.evict(low) == 1.0);
+  CHECK(order.evict(mid) == 4.0);   // > 3 x 1
+  CHECK(order.evict(top) == 12.0);  // > 3 x 1 + 2 x 4
+}
+
+TEST_CASE("issue 19: branch-and-bound's default budget is deterministic (nodes, no clock)") {
+  const auto& limits = solvers::branch_and_bound_solver{}.limits();
+  CHECK(limits.max_nodes == 2'000'000);
+  CHECK(limits.time_limit == std::chrono::nanoseconds::max());
 }

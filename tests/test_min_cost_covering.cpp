@@ -18,7 +18,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "pisinger_domain.hpp"
 #include "support.hpp"
+#include "topopreempt/plan/verifier.hpp"
+#include "topopreempt/solvers/branch_and_bound.hpp"
 
 namespace {
 
@@ -246,6 +249,21 @@ void check_int_knapsack(const std::string& instance_path, const std::string& opt
   }
 }
 
+/// Calls `visit(name, instance path, optimum path)` for Pisinger's types 1-3 at n = 1000 and
+/// 2000, read from the full data set; stops (with doctest's skip message) when it is absent.
+template <class Visit>
+void for_each_full_data_pisinger(Visit&& visit) {
+  for (const char* type : {"1", "2", "3"}) {
+    for (const char* n : {"1000", "2000"}) {
+      const std::string name = std::string("knapPI_") + type + "_" + n + "_1000_1";
+      const auto instance = topopreempt::test::data_file_or_skip("knapsack/large_scale/" + name);
+      const auto optimum = topopreempt::test::data_file_or_skip("knapsack/large_scale-optimum/" + name);
+      if (!instance || !optimum) return;
+      visit(name, instance->string(), optimum->string());
+    }
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("min_cost_covering") {
@@ -411,18 +429,9 @@ TEST_SUITE("min_cost_covering") {
             doctest::test_suite("full_data")) {
     // Not shipped in tests/data (100 KB): read from the full data set when it is there.
     tp::min_cost_covering_workspace<std::int64_t> ws;
-    for (const char* type : {"1", "2", "3"}) {
-      for (const char* n : {"1000", "2000"}) {
-        const std::string name = std::string("knapPI_") + type + "_" + n + "_1000_1";
-        const auto instance = topopreempt::test::data_file_or_skip("knapsack/large_scale/" + name);
-        const auto optimum =
-            topopreempt::test::data_file_or_skip("knapsack/large_scale-optimum/" + name);
-        if (!instance || !optimum) {
-          return;
-        }
-        check_int_knapsack(instance->string(), optimum->string(), ws);
-      }
-    }
+    for_each_full_data_pisinger([&](const std::string&, const std::string& instance, const std::string& optimum) {
+      check_int_knapsack(instance, optimum, ws);
+    });
   }
 
   TEST_CASE("knapsack edge cases") {
@@ -539,5 +548,83 @@ TEST_SUITE("min_cost_covering") {
     CHECK(first.cells == again.cells);
     CHECK(reused.reserved_bytes() == warmed);     // nothing grew after the bigger warm-up
     CHECK(again.choice.data() == choice_buffer);  // the result's buffer was reused too
+  }
+}
+
+// ---- Pure knapsack domains through branch-and-bound (issue 19) ---------------------------------
+// Pisinger's instances as one-node preemption problems (tests/pisinger_domain.hpp). The exact
+// covering bound at B&B's root proves types 1-3 within the default budget; the fractional bound
+// alone never closed the strongly correlated ones.
+
+namespace {
+
+/// Solves `items` as a preemption problem with default branch-and-bound and checks the plan:
+/// verified, `optimal`, lower bound == cost == total profit - `optimum`, no limit hit.
+topopreempt::PreemptionPlan check_bnb_proves(const topopreempt::test::KnapsackItems& items,
+                                             std::int64_t optimum, const std::string& what) {
+  using namespace topopreempt;
+  CAPTURE(what);
+  const test::KnapsackDomain domain = test::knapsack_domain(items);
+  const test::item_profit model;
+  const PreemptionPlan plan = solvers::branch_and_bound.solve(*domain.state, domain.preemptor, model);
+  const PlanVerdict verdict = verify_plan(*domain.state, domain.preemptor, plan, model);
+  CHECK_MESSAGE(verdict.ok, verdict.summary());
+  CHECK(plan.status == PlanStatus::optimal);
+  CHECK_FALSE(plan.statistics.limit_reached);
+  CHECK(plan.cost == static_cast<double>(domain.total_profit - optimum));
+  CHECK(plan.lower_bound == plan.cost);
+  return plan;
+}
+
+/// The optimum by the int64 covering DP with a raised cell limit (the reference).
+std::int64_t reference_knapsack_optimum(const topopreempt::test::KnapsackItems& items) {
+  tp::min_cost_covering_workspace<std::int64_t> workspace;
+  tp::covering_limits limits;
+  limits.max_cells = std::size_t{1} << 28;
+  const auto result = tp::solve_knapsack_01<std::int64_t>(items.profits, items.weights,
+                                                          items.capacity, workspace, limits);
+  REQUIRE(result.status == tp::covering_status::optimal);
+  return result.profit;
+}
+
+}  // namespace
+
+TEST_SUITE("pisinger_bnb") {
+  TEST_CASE("branch-and-bound proves the shipped Pisinger instances (types 1-3, n <= 500)") {
+    for (const char* type : {"1", "2", "3"}) {
+      for (const char* n : {"100", "200", "500"}) {
+        const std::string name = std::string("knapPI_") + type + "_" + n + "_1000_1";
+        (void)check_bnb_proves(topopreempt::test::read_pisinger(knapsack_path("large_scale/" + name)),
+                         topopreempt::test::read_pisinger_optimum(
+                             knapsack_path("large_scale-optimum/" + name)),
+                         name);
+      }
+    }
+  }
+
+  TEST_CASE("branch-and-bound proves Pisinger's n = 1000 and 2000 instances" *
+            doctest::test_suite("full_data")) {
+    for_each_full_data_pisinger([](const std::string& name, const std::string& instance, const std::string& optimum) {
+      (void)check_bnb_proves(topopreempt::test::read_pisinger(instance),
+                             topopreempt::test::read_pisinger_optimum(optimum), name);
+    });
+  }
+
+  TEST_CASE("branch-and-bound proves generated types 1-3 at n = 5000") {
+    // Generated as Pisinger's generator does (R = 1000, capacity = total weight / 101); the data
+    // set ships n <= 2000 only. The reference is the int64 covering DP with 2^28 cells.
+    for (const int type : {1, 2, 3}) {
+      const auto items = topopreempt::test::generate_pisinger(type, 5000, static_cast<std::uint64_t>(19 + type));
+      const topopreempt::PreemptionPlan plan =
+          check_bnb_proves(items, reference_knapsack_optimum(items), "generated type " + std::to_string(type));
+      CHECK(plan.statistics.dp_cells > 0);  // closed by the exact covering bound
+    }
+  }
+
+  TEST_CASE("below the covering bound's size threshold the fractional search decides alone") {
+    const auto items = topopreempt::test::generate_pisinger(3, 23, 7);
+    const topopreempt::PreemptionPlan plan =
+        check_bnb_proves(items, reference_knapsack_optimum(items), "23 strongly correlated items");
+    CHECK(plan.statistics.dp_cells == 0);
   }
 }

@@ -275,11 +275,21 @@ TEST_SUITE("plan_verifier") {
       const PreemptionPlan plan = hand_plan(state, preemptor, {{1, {}}}, cost::priority_weighted{});
       CHECK_FALSE(verify_plan(state, preemptor, plan, count).ok);
     }
-    SUBCASE("tiny rounding differences are tolerated") {
+    SUBCASE("costs compare exactly; a tolerance is opt-in") {
+      // One priority step under the default offset 2^31 is 5e-10 of a cost: a relative
+      // tolerance of 1e-9 would accept a plan priced one priority too low (issue 19).
       const cost::priority_weighted weighted;
       PreemptionPlan plan = hand_plan(state, preemptor, {{1, {}}}, weighted);
+      plan.cost -= 1.0;
+      plan.lower_bound = plan.cost;
+      CHECK_FALSE(verify_plan(state, preemptor, plan, weighted).ok);
+      plan = hand_plan(state, preemptor, {{1, {}}}, weighted);
       plan.cost *= 1.0 + 1e-13;
-      const PlanVerdict verdict = verify_plan(state, preemptor, plan, weighted);
+      plan.lower_bound = plan.cost;
+      CHECK_FALSE(verify_plan(state, preemptor, plan, weighted).ok);
+      VerifyOptions lenient;
+      lenient.tolerance = 1e-9;
+      const PlanVerdict verdict = verify_plan(state, preemptor, plan, weighted, lenient);
       CHECK_MESSAGE(verdict.ok, verdict.summary());
     }
     SUBCASE("a cost model that refuses the victim") {

@@ -70,7 +70,9 @@ class SnapshotError : public std::runtime_error {
 /// Parameters of `cost::kubernetes_order`, whose priority ranks come from the loaded state.
 struct KubernetesOrderSpec {
   static constexpr std::string_view name = "kubernetes_order";
-  double base = 1024.0;  ///< see `cost::kubernetes_order`
+  /// 0 (the default, when absent): the exact mixed radix of the running workloads; else a
+  /// whole number >= 2 for `base^rank`. See `cost::kubernetes_order`.
+  double base = 0.0;
 };
 
 /// A cost model chosen by a snapshot (or a command line). Default: `victim_count`.

@@ -37,8 +37,11 @@ struct VerifyOptions {
   /// preemptor's scopes relaxed to `none`; whether the guaranteed scopes held anyway is reported
   /// in `PlanVerdict::topology_ok` instead of being a violation.
   bool require_topology = true;
-  /// Relative tolerance for cost comparisons: |a - b| <= tolerance * max(1, |a|, |b|).
-  double tolerance = 1e-9;
+  /// Relative tolerance for cost comparisons: |a - b| <= tolerance * max(1, |a|, |b|). The
+  /// default 0 compares exactly: a plan's cost must be the sum of its victims' prices taken in
+  /// plan order (ascending id), bit for bit, and an `optimal` plan's lower bound must equal its
+  /// cost (docs/costs.md). A positive tolerance is for plans built outside this library.
+  double tolerance = 0.0;
 };
 
 /// The verifier's answer.
@@ -87,10 +90,11 @@ class VerdictBuilder {
 };
 
 [[nodiscard]] inline bool costs_agree(double a, double b, double tolerance) {
+  if (tolerance == 0.0) return a == b;  // exact: no slack can hide a difference
   return std::abs(a - b) <= tolerance * std::max({1.0, std::abs(a), std::abs(b)});
 }
 
-/// Enough digits to tell apart two costs that differ beyond the tolerance.
+/// The shortest text that reads back as `value`: two different costs never print alike.
 [[nodiscard]] inline std::string number(double value) {
   char buffer[64];
   const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
@@ -161,13 +165,13 @@ inline void check_status(VerdictBuilder& out, const PreemptionPlan& plan, double
       if (plan.explanation.empty()) out.fail("status infeasible without an explanation");
       break;
     case PlanStatus::optimal:
-      if (std::abs(plan.lower_bound - plan.cost) > tolerance * std::max(1.0, std::abs(plan.cost))) {
+      if (!costs_agree(plan.lower_bound, plan.cost, tolerance)) {
         out.fail("status optimal but lower bound " + number(plan.lower_bound) +
                  " differs from cost " + number(plan.cost));
       }
       [[fallthrough]];
     case PlanStatus::feasible:
-      if (plan.lower_bound > plan.cost + tolerance * std::max(1.0, std::abs(plan.cost))) {
+      if (plan.lower_bound > plan.cost && !costs_agree(plan.lower_bound, plan.cost, tolerance)) {
         out.fail("status " + status + " but lower bound " + number(plan.lower_bound) +
                  " exceeds cost " + number(plan.cost));
       }

@@ -12,12 +12,14 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
 #include "topopreempt/solvers/cost_model.hpp"
 #include "topopreempt/solvers/detail/preemption_context.hpp"
+#include "topopreempt/solvers/detail/covering_root_bound.hpp"
 #include "topopreempt/solvers/detail/device_emptying_bound.hpp"
 #include "topopreempt/solvers/detail/unit_slot_bound.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
@@ -47,9 +49,8 @@ class BranchAndBoundSearch {
     double root_bound = problem.lower_bound;
     if (slots.active()) {
       const OverlayView<Allocation> untouched(state);
-      root_bound = std::max(root_bound, slots.bound(untouched, [](std::size_t) { return true; }));
-      const double tolerance = std::isfinite(incumbent) ? 1e-9 * std::max(1.0, std::abs(incumbent)) : 0.0;
-      if (root_bound >= incumbent - tolerance) {
+      root_bound = std::max(root_bound, on_grid(slots.bound(untouched, [](std::size_t) { return true; }), problem.grid));
+      if (root_bound >= incumbent) {
         DomainOutcome closed;
         closed.exact = true;
         closed.lower_bound = root_bound;
@@ -71,6 +72,12 @@ class BranchAndBoundSearch {
       best.note =
           std::string(to_string(*best.downgrade)) + " reached before this domain: greedy plan only";
       return best;
+    }
+    if (!slots.active() && best.found && best.cost > root_bound) {
+      // A gap at the root: the exact cover of the deficits may close it (pure knapsack domains).
+      if (auto closed = close_by_covering(state, problem, incumbent, best, root_bound, statistics)) {
+        return *std::move(closed);
+      }
     }
     if (slots.decomposable()) {
       return search_by_units(state, problem, incumbent, statistics, slots, best, root_bound,
@@ -137,8 +144,7 @@ class BranchAndBoundSearch {
     DomainProblem restricted;
     std::vector<std::size_t> kept;  // restricted index -> problem index
     for (const UnitSet& subset : subsets) {
-      const double tolerance = std::isfinite(best_cost) ? 1e-9 * std::max(1.0, std::abs(best_cost)) : 0.0;
-      if (subset.bound >= best_cost - tolerance) break;  // sorted: every later subset too
+      if (subset.bound >= best_cost) break;  // sorted: every later subset too
       if (statistics.nodes_explored >= limits_.max_nodes || Clock::now() - start_ > limits_.time_limit) {
         stopped = true;
         open_bound = std::min(open_bound, subset.bound);
@@ -182,6 +188,43 @@ class BranchAndBoundSearch {
       outcome.note = std::string(to_string(*outcome.downgrade)) + " reached in this domain";
     }
     return outcome;
+  }
+
+  /// Tries the exact covering bound (`covering_root_bound`): raises `root_bound`, and returns
+  /// the domain's outcome when it settles the domain (its cover places the preemptor, or the
+  /// bound reaches the greedy plan or the incumbent); nullopt to search on.
+  [[nodiscard]] static std::optional<topopreempt::detail::DomainOutcome> close_by_covering(
+      const Allocation& state, const topopreempt::detail::DomainProblem& problem, double incumbent,
+      const topopreempt::detail::DomainOutcome& greedy, double& root_bound, SolverStatistics& statistics) {
+    using namespace topopreempt::detail;
+    const std::optional<CoveringRoot> root = covering_root_bound(state, problem);
+    if (!root) return std::nullopt;
+    statistics.dp_cells += root->cells;
+    root_bound = std::max(root_bound, root->bound);
+    DomainOutcome outcome;
+    outcome.exact = true;
+    if (root->placeable && root->cost <= root_bound && root->cost < incumbent) {
+      // The cheapest cover of the deficits places the preemptor: nothing can cost less.
+      outcome.found = true;
+      outcome.cost = root->cost;
+      outcome.choice = root->choice;
+      outcome.lower_bound = root->cost;
+      outcome.note = "closed by the exact covering bound";
+      return outcome;
+    }
+    if (greedy.cost <= root_bound && greedy.cost < incumbent) {
+      outcome = greedy;
+      outcome.exact = true;
+      outcome.lower_bound = greedy.cost;
+      outcome.note = "greedy plan proven by the exact covering bound";
+      return outcome;
+    }
+    if (root_bound >= incumbent) {
+      outcome.lower_bound = root_bound;
+      outcome.note = "exact covering bound " + std::to_string(root_bound) + " >= best cost";
+      return outcome;
+    }
+    return std::nullopt;
   }
 
   /// Node budget of one domain. `max_nodes` bounds the whole solve: the last domain left to
@@ -265,8 +308,9 @@ class BranchAndBoundSearch {
 
     void descend(std::size_t position, double cost) {
       ++statistics.nodes_explored;
-      const double tolerance = std::isfinite(best_cost) ? 1e-9 * std::max(1.0, std::abs(best_cost)) : 0.0;
-      if (cost >= best_cost - tolerance) return;
+      // Exact comparisons: bounds are conservative by construction (docs/costs.md), so a
+      // subtree is cut only when nothing in it can cost less than the incumbent.
+      if (cost >= best_cost) return;
       if (oracle.feasible()) {
         best_cost = cost;
         best_choice = choice;
@@ -275,22 +319,23 @@ class BranchAndBoundSearch {
       }
       if (position == order.size()) return;
       oracle.deficit(deficit);
-      double bound = cost + topopreempt::detail::fractional_bound(deficit, remaining_view, position, &scratch);
-      if (bound >= best_cost - tolerance) return;
+      using topopreempt::detail::add_bound;
+      double bound = add_bound(cost, topopreempt::detail::fractional_bound(deficit, remaining_view, position, &scratch), problem.grid);
+      if (bound >= best_cost) return;
       if (emptying.active()) {
         // Devices shared by several workloads free only when all of them go.
-        bound = std::max(bound, cost + emptying.bound(oracle.view(), [&](std::size_t v) {
+        bound = std::max(bound, add_bound(cost, emptying.bound(oracle.view(), [&](std::size_t v) {
                                   return position_of[v] >= position;
-                                }));
-        if (bound >= best_cost - tolerance) return;
+                                }), problem.grid));
+        if (bound >= best_cost) return;
       }
       if (slots.active()) {
         // Several units (a gang in a rack): the aggregate deficit may be zero although no
         // unit can take a replica; the per-unit slot bound sees it.
-        bound = std::max(bound, cost + slots.bound(oracle.view(), [&](std::size_t v) {
+        bound = std::max(bound, add_bound(cost, slots.bound(oracle.view(), [&](std::size_t v) {
                                   return position_of[v] >= position;
-                                }));
-        if (bound >= best_cost - tolerance) return;
+                                }), problem.grid));
+        if (bound >= best_cost) return;
       }
       if (stopped || out_of_budget()) {
         stopped = true;
@@ -323,7 +368,7 @@ class BranchAndBoundSearch {
 /// same placement model the plan's placement comes from); minimum total cost over every
 /// victim set (and shrink choice) inside every candidate target domain of the tightest
 /// feasible tier. Limits: exponential in the worst case (victims per target domain); the
-/// default node limit (2,000,000) and time limit (10 s) make it anytime.
+/// default node budget (2,000,000) makes it anytime and deterministic; `time_limit` adds a clock.
 ///
 /// Thread-safety: `solve` is const and touches only its arguments; concurrent calls on one
 /// shared state are safe while nobody mutates the state.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <concepts>
+#include <functional>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -63,6 +64,42 @@ template <CostModel Model>
   }
 }
 
+/// Optional declaration that every price the model returns is a whole multiple of
+/// `cost_grid()` (a power of two; 1 for integer-valued models), or that it declares none (0). With a grid,
+/// solvers compute every cost exactly: `check_price_sum` verifies each eligible victim's prices
+/// against the grid and that they sum to at most 2^53 grid steps, so every sum of prices any
+/// solver forms (in any order) is exact in double, comparisons are exact, and a fractional lower
+/// bound may be rounded up to the next grid step (see docs/costs.md).
+template <class Model>
+concept GridPriceModel = CostModel<Model> && requires(const Model& model) {
+  { model.cost_grid() } -> std::convertible_to<double>;
+};
+
+/// The declared cost grid of `model`, or 0 when it declares none.
+template <CostModel Model>
+[[nodiscard]] double cost_grid_of(const Model& model) {
+  if constexpr (GridPriceModel<Model>) {
+    return static_cast<double>(model.cost_grid());
+  } else {
+    return 0.0;
+  }
+}
+
+/// A plan's actions as a cost model reads them: each victim with its dropped-replica count
+/// (0: evicted).
+using PricedActions = std::vector<std::pair<const Workload*, std::int32_t>>;
+
+/// Optional: `describe_cost(actions)` tells a plan's cost by its parts ("2 victim(s) x
+/// 2147483648 + priority sum 3") where the bare number would hide them; plan explanations
+/// print it next to the cost.
+template <class Model>
+concept DescribedCostModel = CostModel<Model> && requires(const Model& model, const PricedActions& actions) {
+  { model.describe_cost(actions) } -> std::convertible_to<std::string>;
+};
+
+/// 2^53: sums of grid multiples up to this many grid steps are exact in double.
+inline constexpr double exact_grid_steps = 9007199254740992.0;
+
 namespace cost {
 
 /// Number of disrupted workloads: 1 per eviction, 1 per shrink.
@@ -74,11 +111,15 @@ struct victim_count {
   [[nodiscard]] double least_price() const noexcept { return 1.0; }
   /// Every action costs exactly 1 (no victim is dearer either).
   [[nodiscard]] double uniform_price() const noexcept { return 1.0; }
+  /// Integer-valued: costs are exact.
+  [[nodiscard]] double cost_grid() const noexcept { return 1.0; }
 };
 
 /// Priority-weighted: `priority + offset` per evicted workload (offset 2^31 makes every int32
 /// priority positive, as the topology-aware preemption paper does), pro rata per dropped
-/// replica for a shrink. Prefers few, low-priority victims.
+/// replica for a shrink, rounded up to a whole unit so that every cost is an exact integer
+/// (with a whole offset). Prefers few, low-priority victims. A plan's cost is
+/// `victims x offset + priority sum` (shrinks counted pro rata): `describe_cost` shows the parts.
 struct priority_weighted {
   static constexpr std::string_view name = "priority_weighted";
   double offset = 2147483648.0;
@@ -86,31 +127,88 @@ struct priority_weighted {
     return static_cast<double>(victim.priority) + offset;
   }
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
-    return evict(victim) * dropped / std::max(victim.replicas, 1);
+    const double whole = evict(victim);
+    const std::int32_t replicas = std::max(victim.replicas, 1);
+    if (!whole_offset() || !(whole >= 0.0)) return whole * dropped / replicas;
+    // (priority + offset) x dropped < 2^63 for a whole offset below 2^31 x 2: exact in int64.
+    const auto units = static_cast<std::int64_t>(whole);
+    if (units > (std::int64_t{1} << 62) / std::max(dropped, 1)) {
+      return std::ceil(whole * dropped / replicas);  // out of int64: still a whole number
+    }
+    const std::int64_t scaled = units * dropped;
+    return static_cast<double>(scaled / replicas + (scaled % replicas != 0 ? 1 : 0));
+  }
+  /// 1 (integer prices) when the offset is a whole number below 2^52, else none.
+  [[nodiscard]] double cost_grid() const noexcept { return whole_offset() ? 1.0 : 0.0; }
+  /// "2 victims x 2147483648 + priority sum 3" for a plan whose victims are `evicted` (with
+  /// their dropped-replica counts for shrinks; 0 means evicted).
+  template <class Range>
+  [[nodiscard]] std::string describe_cost(const Range& actions) const {
+    double weight = 0.0;
+    double priorities = 0.0;
+    for (const auto& [victim, dropped] : actions) {
+      const double share = dropped == 0 ? 1.0 : static_cast<double>(dropped) / std::max(victim->replicas, 1);
+      weight += share;
+      priorities += share * victim->priority;
+    }
+    const auto number = [](double value) {
+      if (value == std::floor(value) && std::abs(value) < 9.0e15) {
+        return std::to_string(static_cast<long long>(value));
+      }
+      return std::to_string(value);
+    };
+    return number(weight) + " victim(s) x " + number(offset) + " + priority sum " + number(priorities);
+  }
+
+ private:
+  [[nodiscard]] bool whole_offset() const noexcept {
+    return offset == std::floor(offset) && std::abs(offset) < 4503599627370496.0;
   }
 };
 
 /// Kubernetes' DefaultPreemption order as an additive cost. Kubernetes picks the node whose
 /// victims have (1) the lowest highest priority, then (2) the smallest priority sum, then
-/// (3) the fewest victims. Each victim costs `base^rank(priority)` (rank 1 = lowest distinct
-/// priority in `priorities`), so criterion (1) holds exactly while a candidate set has fewer
-/// than `base` victims; ties are then broken by fewer victims at each priority from the top,
-/// which refines (2)-(3). Exact in double precision while ranks x log2(base) <= 52.
+/// (3) the fewest victims. Each victim costs the weight of its priority's rank (rank 0 = lowest
+/// distinct priority in `priorities`):
+/// - by default (`base` 0) a mixed radix: weight(0) = 1 and weight(r + 1) = weight(r) x
+///   (1 + entries of rank r in `priorities`), so one victim of a rank costs more than every
+///   listed workload of lower ranks together. With `priorities` listing every running
+///   workload's priority (`of(state)` does), any two victim sets compare exactly as Kubernetes'
+///   criterion (1) says, ties broken by fewer victims at each priority from the top;
+/// - with `base` >= 2 (a whole number): `base^rank`, the 0.4 encoding (lexicographic while a
+///   set has fewer than `base` victims of each lower rank).
+/// Prices are exact integers (cost grid 1); the constructor rejects weights above 2^53, and
+/// `check_price_sum` any set of eligible victims whose weights sum past 2^53.
 class kubernetes_order {
  public:
   static constexpr std::string_view name = "kubernetes_order";
-  /// `priorities`: every priority a victim may have (e.g. all running priorities).
-  explicit kubernetes_order(std::vector<std::int32_t> priorities, double base = 1024.0)
-      : priorities_(std::move(priorities)), base_(base) {
-    std::sort(priorities_.begin(), priorities_.end());
-    priorities_.erase(std::unique(priorities_.begin(), priorities_.end()), priorities_.end());
-    if (!(base_ >= 2.0)) throw std::invalid_argument("kubernetes_order: base must be >= 2");
-    if (std::log2(base_) * static_cast<double>(priorities_.size()) > 1000.0) {
-      throw std::invalid_argument("kubernetes_order: too many distinct priorities for doubles");
+  /// `priorities`: every priority a victim may have (e.g. each running workload's priority,
+  /// duplicates included: they size the default radix). `base`: 0 for the exact mixed radix,
+  /// else a whole number >= 2.
+  explicit kubernetes_order(std::vector<std::int32_t> priorities, double base = 0.0)
+      : base_(base) {
+    if (!(base_ == 0.0 || (base_ >= 2.0 && base_ == std::floor(base_)))) {
+      throw std::invalid_argument("kubernetes_order: base must be 0 (exact mixed radix) or a whole number >= 2, not " +
+                                  std::to_string(base_));
+    }
+    std::sort(priorities.begin(), priorities.end());
+    double weight = 1.0;
+    for (std::size_t i = 0; i < priorities.size();) {
+      std::size_t j = i;
+      while (j < priorities.size() && priorities[j] == priorities[i]) ++j;
+      if (weight > exact_grid_steps) {
+        throw std::invalid_argument("kubernetes_order: the weight of priority " + std::to_string(priorities[i]) +
+                                    " passes 2^53, where costs would no longer be exact; use fewer priorities or a smaller base");
+      }
+      priorities_.push_back(priorities[i]);
+      weights_.push_back(weight);
+      weight *= base_ == 0.0 ? static_cast<double>(j - i + 1) : base_;
+      i = j;
     }
   }
-  /// Collects the priorities of every running workload of `state`.
-  [[nodiscard]] static kubernetes_order of(const Allocation& state, double base = 1024.0) {
+  /// Collects the priorities of every running workload of `state` (the exact mixed radix by
+  /// default).
+  [[nodiscard]] static kubernetes_order of(const Allocation& state, double base = 0.0) {
     std::vector<std::int32_t> priorities;
     state.for_each_workload([&](const Workload& w) { priorities.push_back(w.priority); });
     return kubernetes_order(std::move(priorities), base);
@@ -121,14 +219,34 @@ class kubernetes_order {
       throw std::invalid_argument("kubernetes_order: priority " + std::to_string(victim.priority) +
                                   " of " + victim.label() + " was not registered");
     }
-    return std::pow(base_, static_cast<double>(it - priorities_.begin()));
+    return weights_[static_cast<std::size_t>(it - priorities_.begin())];
   }
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t) const { return evict(victim); }
-  /// The lowest rank costs base^0 = 1.
+  /// The lowest rank costs 1.
   [[nodiscard]] double least_price() const noexcept { return 1.0; }
+  /// Integer-valued: costs are exact.
+  [[nodiscard]] double cost_grid() const noexcept { return 1.0; }
+  /// "priority 5: 1, priority 2: 3" (victims per priority, highest first), the order
+  /// Kubernetes compares.
+  template <class Range>
+  [[nodiscard]] std::string describe_cost(const Range& actions) const {
+    std::vector<std::int32_t> seen;
+    for (const auto& [victim, dropped] : actions) seen.push_back(victim->priority);
+    std::sort(seen.begin(), seen.end(), std::greater<>());
+    std::string text;
+    for (std::size_t i = 0; i < seen.size();) {
+      std::size_t j = i;
+      while (j < seen.size() && seen[j] == seen[i]) ++j;
+      text += (text.empty() ? "" : ", ") + std::string("priority ") + std::to_string(seen[i]) + ": " +
+              std::to_string(j - i);
+      i = j;
+    }
+    return "victims per priority, highest first: " + (text.empty() ? std::string("none") : text);
+  }
 
  private:
-  std::vector<std::int32_t> priorities_;
+  std::vector<std::int32_t> priorities_;  // distinct, ascending
+  std::vector<double> weights_;           // per rank
   double base_;
 };
 
@@ -221,6 +339,13 @@ double checked_price_declarations(const Model& model) {
     throw std::invalid_argument("cost model '" + std::string(Model::name) + "' declares least_price() " +
                                 std::to_string(floor) + "; it must be finite and >= 0");
   }
+  const double grid = cost_grid_of(model);
+  // A power of two: bound / grid and k x grid are then exact in double.
+  int exponent = 0;
+  if (!std::isfinite(grid) || grid < 0.0 || (grid > 0.0 && std::frexp(grid, &exponent) != 0.5)) {
+    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' declares cost_grid() " +
+                                std::to_string(grid) + "; it must be 0 (none) or a power of two");
+  }
   if constexpr (UniformPriceModel<Model>) {
     const auto uniform = static_cast<double>(model.uniform_price());
     if (!std::isfinite(uniform) || uniform < floor) {
@@ -243,6 +368,21 @@ double checked_dearest_price(const Model& model, const Workload& victim, double 
     dearest = std::max(dearest, price);
     cheapest = std::min(cheapest, price);
   }
+  if constexpr (GridPriceModel<Model>) {
+    // A declared grid lets solvers round bounds up to it: an off-grid price would make them wrong.
+    const double grid = static_cast<double>(model.cost_grid());
+    if (grid > 0.0) {
+      for (std::int32_t dropped = 0; dropped <= victim.shrinkable_replicas(); ++dropped) {
+        const double price = dropped == 0 ? static_cast<double>(model.evict(victim))
+                                          : static_cast<double>(model.shrink(victim, dropped));
+        if (std::fmod(price, grid) != 0.0) {
+          throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " + victim.label() +
+                                      " at " + std::to_string(price) + ", not a multiple of its declared cost_grid() " +
+                                      std::to_string(grid));
+        }
+      }
+    }
+  }
   // A declared floor lets solvers prune domains unread: a price below it would make plans wrong.
   if (cheapest < floor) {
     throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " + victim.label() +
@@ -250,6 +390,20 @@ double checked_dearest_price(const Model& model, const Workload& victim, double 
                                 std::to_string(floor));
   }
   return dearest;
+}
+
+/// The error `check_price_sum` raises when the prices of a model with a cost grid sum past
+/// 2^53 grid steps, where sums of its prices would start to round.
+template <CostModel Model>
+[[noreturn]] void throw_inexact_price_sum(const Workload& preemptor, double total, double grid) {
+  throw std::invalid_argument("cost model '" + std::string(Model::name) + "': the prices of the victims " +
+                              preemptor.label() + " may preempt sum to " + std::to_string(total) + ", past 2^53 x its cost grid " +
+                              std::to_string(grid) + "; costs would no longer be exact: rescale the model");
+}
+
+/// Whether `total` (a sum of prices on `grid`) passes the range where sums are exact.
+[[nodiscard]] inline bool past_exact_range(double total, double grid) noexcept {
+  return grid > 0.0 && !(total <= exact_grid_steps * grid);
 }
 
 /// The error `check_price_sum` raises when the prices sum past the largest double.
@@ -269,15 +423,18 @@ template <CostModel Model>
 /// of any solver can overflow to infinity (which would read as "no plan", a wrong
 /// `infeasible`); above it the model must be rescaled. Also rejects an invalid single price
 /// (see `checked_cost`), and a model whose declared `least_price()` (see `PriceFloorModel`) is
-/// not finite and >= 0 or is undercut by some victim's price. Every solver and baseline calls
+/// not finite and >= 0 or is undercut by some victim's price, and, for a `GridPriceModel`, a
+/// price off its grid or prices summing past 2^53 grid steps. Every solver and baseline calls
 /// this first. Cost: one pass over the running workloads, or O(1) for a `UniformPriceModel`
 /// whose price times the number of running workloads is finite (its prices are declared, not
 /// read; `IncrementalDecider` re-checks only the hosts that changed).
 template <CostModel Model>
 void check_price_sum(const Allocation& state, const Workload& preemptor, const Model& model) {
   const double floor = detail::checked_price_declarations(model);
+  const double grid = cost_grid_of(model);
   if constexpr (UniformPriceModel<Model>) {
-    if (std::isfinite(static_cast<double>(model.uniform_price()) * static_cast<double>(state.size()))) return;
+    const double most = static_cast<double>(model.uniform_price()) * static_cast<double>(state.size());
+    if (std::isfinite(most) && !detail::past_exact_range(most, grid)) return;
   }
   double total = 0.0;
   state.for_each_workload([&](const Workload& victim) {
@@ -285,6 +442,7 @@ void check_price_sum(const Allocation& state, const Workload& preemptor, const M
     total += detail::checked_dearest_price(model, victim, floor);
   });
   if (!std::isfinite(total)) detail::throw_price_sum_overflow<Model>(preemptor);
+  if (detail::past_exact_range(total, grid)) detail::throw_inexact_price_sum<Model>(preemptor, total, grid);
 }
 
 }  // namespace topopreempt

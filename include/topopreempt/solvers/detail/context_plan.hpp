@@ -133,6 +133,14 @@ std::string PreemptionContext<Model>::explain(const PreemptionPlan& plan, const 
     text += "cost " + format_amount(plan.cost) + ", lower bound " +
             format_amount(plan.lower_bound) + ", " + std::to_string(plan.victims.size()) +
             " victim(s):\n";
+    if constexpr (DescribedCostModel<Model>) {
+      PricedActions actions;
+      for (const auto& victim : plan.victims) {
+        actions.emplace_back(&state_.workload(victim.id),
+                             static_cast<std::int32_t>(victim.dropped_replicas.size()));
+      }
+      text += "cost parts: " + std::string(model_.describe_cost(actions)) + "\n";
+    }
     for (const auto& victim : plan.victims) {
       const Workload& workload = state_.workload(victim.id);
       text += "  - " + workload.label() + " priority " + std::to_string(workload.priority) +

@@ -69,7 +69,8 @@ std::optional<Shortfall> PreemptionContext<Model>::build_problem(const Tier& tie
       return Shortfall{dims[k], total, problem.need[k], problem.victims.size()};
     }
   }
-  problem.lower_bound = fractional_bound(problem.need, problem.victims);
+  problem.grid = cost_grid_of(model_);
+  problem.lower_bound = on_grid(fractional_bound(problem.need, problem.victims), problem.grid);
   return std::nullopt;
 }
 

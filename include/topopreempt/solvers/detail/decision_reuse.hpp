@@ -125,7 +125,10 @@ void check_price_sum_reusing(const Allocation& state, const Workload& preemptor,
       throw;
     }
     // Workloads held only above the hosts are not owned by any host: read them all.
-    if (total->owned != state.size() || !(total->dearest_sum < 1e300)) check_price_sum(state, preemptor, model);
+    if (total->owned != state.size() || !(total->dearest_sum < 1e300) ||
+        past_exact_range(total->dearest_sum, cost_grid_of(model))) {
+      check_price_sum(state, preemptor, model);
+    }
   }
 }
 

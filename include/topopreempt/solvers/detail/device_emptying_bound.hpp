@@ -103,7 +103,8 @@ class DeviceEmptyingBound {
     std::nth_element(costs_.begin(), costs_.begin() + (need - 1), costs_.end());
     double total = 0.0;
     for (std::int64_t i = 0; i < need; ++i) total += costs_[static_cast<std::size_t>(i)];
-    return total;
+    // Sums of prices: exact on a cost grid, else conservative by the additions' rounding.
+    return conservative(total, static_cast<double>(price_.size() + static_cast<std::size_t>(need)));
   }
 
  private:

@@ -160,6 +160,8 @@ struct DomainProblem {
   std::vector<double> need;              ///< deficit per relaxation dimension (>= 0)
   std::vector<std::string> dimension_names;
   double lower_bound = 0.0;
+  /// The cost model's grid (see `GridPriceModel`; 0: none): bounds round up to it.
+  double grid = 0.0;
   /// Victims of an earlier domain, kept with their buffers so that reading the next domain
   /// reuses them instead of allocating per victim (`build_problem`); not part of the problem.
   std::vector<CandidateVictim> spare;
@@ -199,13 +201,17 @@ struct Rejection {
 };
 
 /// Limits shared by solvers that honour them. `time_limit` bounds the whole `solve` from its
-/// first instruction: the scan of every candidate domain as well as the search (solvers without
-/// a setter run with the default 10 s). Reaching it ends the solve with the best plan so far
+/// first instruction: the scan of every candidate domain as well as the search (none by
+/// default, so default results do not depend on machine load). Reaching it ends the solve with the best plan so far
 /// (`feasible`), or `infeasible` with `statistics.limit_reached` and an explanation saying that
 /// infeasibility is not proven. Loading a snapshot is not part of `solve`.
 struct SearchLimits {
+  /// Search nodes of branch-and-bound for the whole solve: the default budget, deterministic
+  /// (the same plan and status whatever else the machine runs).
   std::uint64_t max_nodes = 2'000'000;
-  std::chrono::nanoseconds time_limit = std::chrono::seconds(10);
+  /// Wall-clock limit: none by default (`nanoseconds::max()`), since a clock makes the status
+  /// depend on machine load; set one with `time_limit(...)` when latency matters more.
+  std::chrono::nanoseconds time_limit = std::chrono::nanoseconds::max();
   /// Candidate domains still to be searched in this tier, the current one included (set per
   /// domain by `solve_with`): the last one may spend every node left.
   std::size_t domains_left = 1;

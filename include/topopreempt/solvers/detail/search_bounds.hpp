@@ -67,19 +67,49 @@ class DeadlineWatch {
   bool expired_ = false;
 };
 
+/// `bound`, a sum of `roundings` rounded non-negative operations, lowered by the most rounding
+/// can have raised it (each operation at most one unit roundoff 2^-53, relative, on a sum of
+/// non-negative terms; counted twice for margin): the result never exceeds the exact value.
+/// Solvers compare costs exactly (docs/costs.md), so a bound must be conservative by
+/// construction, not by a tolerance on the incumbent.
+[[nodiscard]] inline double conservative(double bound, double roundings) noexcept {
+  if (!(bound > 0.0) || !std::isfinite(bound)) return bound;
+  return std::max(0.0, bound - bound * (roundings + 4.0) * 0x1p-52);
+}
+
+/// A conservative bound rounded up to the model's cost grid (a power of two; 0: none). Every
+/// cost is a whole number of grid steps (checked by `check_price_sum`), so the least cost
+/// at or above `bound` is `ceil(bound / grid) x grid`: this strengthens the bound exactly.
+[[nodiscard]] inline double on_grid(double bound, double grid) noexcept {
+  if (!(grid > 0.0) || !std::isfinite(bound)) return bound;
+  return std::ceil(bound / grid) * grid;
+}
+
+/// `cost + bound` where `cost` is a sum of prices and `bound` a conservative bound on what
+/// is still to pay: exact on a grid; otherwise lowered by one step so that rounding the
+/// addition cannot lift it above the exact sum.
+[[nodiscard]] inline double add_bound(double cost, double bound, double grid) noexcept {
+  if (grid > 0.0) return cost + on_grid(bound, grid);
+  const double sum = cost + bound;
+  return sum > 0.0 && std::isfinite(sum) ? std::nextafter(sum, 0.0) : sum;
+}
+
 /// Cheapest fractional cover of `need` by items (cost per unit, units available): sorts `items`
-/// by ratio and takes them in order. Infinity when all of them cannot cover `need`.
+/// by ratio and takes them in order. Infinity when all of them cannot cover `need`. The result
+/// is conservative (`conservative`): never above the exact fractional optimum.
 [[nodiscard]] inline double fractional_cover(std::vector<std::pair<double, double>>& items,
                                              double need) {
   std::sort(items.begin(), items.end());
   double cost = 0.0;
+  double roundings = 0.0;
   for (const auto& [ratio, available] : items) {
     if (need <= 0.0) break;
     const double take = std::min(available, need);
     cost += take * ratio;
     need -= take;
+    roundings += 4.0;  // the ratio's division (and a shared price's), the product, the sum
   }
-  return need > 1e-9 ? std::numeric_limits<double>::infinity() : cost;
+  return need > 1e-9 ? std::numeric_limits<double>::infinity() : conservative(cost, roundings);
 }
 
 /// Fractional covering bound: for each relaxation dimension, cover `need` with the cheapest

@@ -130,12 +130,10 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
   RejectionLog log;
   std::vector<Downgrade> downgrades;  // every tier's, in search order
   bool unproven = false;  // an earlier tier ended at a limit without proving it has no plan
-  const auto tolerance = [](double cost) {
-    return std::isfinite(cost) ? 1e-9 * std::max(1.0, std::abs(cost)) : 0.0;
-  };
   // Every domain costs at least the model's declared price floor: the preemptor fits nowhere
   // as things stand, so each plan evicts or shrinks at least one victim.
   const double floor = least_price_of(model);
+  const double grid = cost_grid_of(model);
   for (std::size_t tier_index = 0; tier_index < context.tiers().size(); ++tier_index) {
     const Tier& tier = context.tiers()[tier_index];
     // A read candidate domain, keyed by a lower bound on its cost: its scan bound (or the
@@ -175,7 +173,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         return;
       }
       candidates.push_back(
-          {limits.full_scan ? result.bound : std::max(floor, result.bound), target});
+          {limits.full_scan ? on_grid(result.bound, grid) : std::max(floor, on_grid(result.bound, grid)), target});
       if (!limits.full_scan) std::push_heap(candidates.begin(), candidates.end(), later);
     };
     if (limits.full_scan) {
@@ -240,7 +238,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       const bool take_unread =
           cursor < unread.size() && (candidates.empty() || candidates.front().bound > floor);
       const double least = take_unread ? floor : candidates.front().bound;
-      if (least >= best_cost - tolerance(best_cost)) {
+      if (least >= best_cost) {  // exact: see docs/costs.md
         // Every domain left has a bound at least this large: all are pruned at once, the
         // closest read ones listed first, then unread ones.
         statistics.domains_pruned += live;
@@ -294,7 +292,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       if (outcome.downgrade) downgrades.push_back({item.target, *outcome.downgrade, outcome.note});
       if (!outcome.exact)
         open_bound = std::min(open_bound, std::max(outcome.lower_bound, item.bound));
-      if (outcome.found && outcome.cost < best_cost - tolerance(best_cost)) {
+      if (outcome.found && outcome.cost < best_cost) {
         if (best_problem) {
           log.searched({best_problem->target,
                         Rejection::Kind::costlier,
@@ -323,8 +321,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       // Proven when nothing left open (other domains' bounds, and this domain's own bound for
       // an inexact search) could undercut the winner.
       const bool proven = !unproven && !cut_short &&
-                          (best.exact || best.lower_bound >= best_cost - tolerance(best_cost)) &&
-                          open_bound >= best_cost - tolerance(best_cost);
+                          (best.exact || best.lower_bound >= best_cost) && open_bound >= best_cost;
       const double bound =
           std::min({best.exact ? best_cost : best.lower_bound, open_bound, best_cost});
       PreemptionPlan plan = context.make_plan(

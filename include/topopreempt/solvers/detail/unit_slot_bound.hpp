@@ -137,7 +137,7 @@ class UnitSlotBound {
         }
       };
       recurse(recurse, 0, replicas, 0.0);
-      if (std::isfinite(best_split)) sets.push_back({best_split, candidate.members, candidate.size});
+      if (std::isfinite(best_split)) sets.push_back({conservative(best_split, 3.0), candidate.members, candidate.size});
     };
     const auto n = static_cast<std::uint32_t>(units_.size());
     UnitSet candidate;
@@ -202,18 +202,25 @@ class UnitSlotBound {
     marginals_.clear();
     for (std::size_t u = 0; u < units_.size(); ++u) {
       double previous = 0.0;
+      // Each cover is conservative, but a difference of two is not: the one subtracted may sit
+      // below its exact value by its own rounding allowance, which the marginal then carries.
+      const double allowance = (4.0 * static_cast<double>(unit_items_[u].size()) + 8.0) * 0x1p-52;
       for (std::int64_t s = 1; s <= missing; ++s) {
         const double cost = unit_cost(view, u, fits_[u] + s, available);
         if (!std::isfinite(cost)) break;  // u cannot host more, whatever goes
-        marginals_.push_back(std::max(0.0, cost - previous));
+        marginals_.emplace_back(std::max(0.0, cost - previous), previous * allowance);
         previous = cost;
       }
     }
     if (static_cast<std::int64_t>(marginals_.size()) < missing) return std::numeric_limits<double>::infinity();
     std::nth_element(marginals_.begin(), marginals_.begin() + (missing - 1), marginals_.end());
     double total = 0.0;
-    for (std::int64_t i = 0; i < missing; ++i) total += marginals_[static_cast<std::size_t>(i)];
-    return total;
+    double excess = 0.0;
+    for (std::int64_t i = 0; i < missing; ++i) {
+      total += marginals_[static_cast<std::size_t>(i)].first;
+      excess += marginals_[static_cast<std::size_t>(i)].second;
+    }
+    return conservative(std::max(0.0, total - excess), static_cast<double>(missing) * 2.0);
   }
 
  private:
@@ -258,7 +265,7 @@ class UnitSlotBound {
   std::vector<std::vector<Item>> unit_items_;
   std::vector<std::vector<double>> unit_gains_;  // per unit: dims_.size() gains per item
   std::vector<std::int64_t> fits_;
-  std::vector<double> marginals_;
+  std::vector<std::pair<double, double>> marginals_;  // (marginal, its rounding excess)
   std::vector<std::pair<double, double>> ratios_;
 };
 
@@ -276,6 +283,7 @@ inline void restrict_to_units(const Allocation& state, const DomainProblem& prob
   restricted.demand_total = problem.demand_total;
   restricted.need = problem.need;
   restricted.dimension_names = problem.dimension_names;
+  restricted.grid = problem.grid;
   restricted.lower_bound = set.bound;
   restricted.victims.clear();
   kept.clear();
