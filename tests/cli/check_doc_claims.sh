@@ -61,4 +61,22 @@ for solver in greedy knapsack branch_and_bound exhaustive_subsets; do
     echo "ok   $solver evicts $pod on $target"
   fi
 done
+
+# The embedding guide leads with the safe path: its opening C++ blocks (before the first
+# section after "The path") use plan_queue, commit and IncrementalDecider, and never apply a plan
+# by hand (state.add of the preemptor at plan.placement).
+guide="$root/docs/embedding.md"
+path_section=$(awk '/^## The path/ { on = 1; next } on && /^## / { exit } on' "$guide")
+for api in 'plan_queue(' 'commit(' 'IncrementalDecider'; do
+  if printf '%s\n' "$path_section" | grep -qF "$api"; then
+    echo "ok   docs/embedding.md leads with $api"
+  else
+    echo "FAIL docs/embedding.md: its path section does not use $api"
+    failures=$((failures + 1))
+  fi
+done
+if printf '%s\n' "$path_section" | grep -q 'state\.add([a-z_]*, *[a-z_.]*plan\.placement)'; then
+  echo "FAIL docs/embedding.md: its path section applies a plan by hand (state.add at plan.placement)"
+  failures=$((failures + 1))
+fi
 [ "$failures" -eq 0 ]
