@@ -157,22 +157,22 @@ inline Flags parse_flags(int argc, char** argv, const FlagSpec& spec) {
       detail::print_usage(std::cout, program, spec);
       std::exit(0);
     }
-    if (arg == "--short") {
-      flags.short_run = true;
-      continue;
+    // The switches: each sets one field to a fixed value.
+    const struct {
+      std::string_view name;
+      bool* field;
+      bool value;
+    } switches[] = {{"--short", &flags.short_run, true},
+                    {"--check", &flags.check, true},
+                    {"--no-verify", &flags.verify, false},
+                    {"--quiet", &flags.quiet, true}};
+    bool switched = false;
+    for (const auto& candidate : switches) {
+      if (arg != candidate.name) continue;
+      *candidate.field = candidate.value;
+      switched = true;
     }
-    if (arg == "--check") {
-      flags.check = true;
-      continue;
-    }
-    if (arg == "--no-verify") {
-      flags.verify = false;
-      continue;
-    }
-    if (arg == "--quiet") {
-      flags.quiet = true;
-      continue;
-    }
+    if (switched) continue;
     const ValueFlag all[] = {ValueFlag::seed, ValueFlag::seeds, ValueFlag::nodes,
                              ValueFlag::days, ValueFlag::csv,   ValueFlag::curves};
     std::optional<ValueFlag> flag;

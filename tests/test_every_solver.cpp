@@ -183,7 +183,7 @@ TEST_SUITE("every_solver") {
     CHECK(!count.plan.explanation.empty());
     if constexpr (!is_baseline_v<Solver>) {
       // The device level's name, as a noun with its number: "1 whole GPU", not "1 whole gpus".
-      CHECK_MESSAGE(count.plan.explanation.find("frees 1 whole GPU in") != std::string::npos,
+      CHECK_MESSAGE(count.plan.explanation.find("frees 1 whole GPU,") != std::string::npos,
                     count.plan.explanation);
       CHECK(count.plan.explanation.find("whole gpu") == std::string::npos);
     }
