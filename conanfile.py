@@ -34,6 +34,11 @@ class TopopreemptConan(ConanFile):
     topics = ("scheduling", "preemption", "gpu", "cluster", "topology", "header-only")
     package_type = "header-library"
     settings = "os", "arch", "compiler", "build_type"
+    # with_io: the JSON snapshot headers (topopreempt/io/) need nlohmann_json; on, the package
+    # requires it and offers the target topopreempt::io (as the CMake install's `io` component).
+    # Off by default: the core headers never include it.
+    options = {"with_io": [True, False]}
+    default_options = {"with_io": False}
     no_copy_source = True
 
     @property
@@ -96,6 +101,8 @@ class TopopreemptConan(ConanFile):
         # eigen/3.4.0 and eigen/5.0.1 both work; a profile's [replace_requires] picks 5.0.1.
         self.requires("eigen/3.4.0")
         self.requires("range-v3/0.12.0")
+        if self.options.with_io:
+            self.requires("nlohmann_json/3.11.3")
 
     def package_id(self):
         self.info.clear()
@@ -135,5 +142,12 @@ class TopopreemptConan(ConanFile):
         self.cpp_info.set_property("cmake_file_name", "topopreempt")
         self.cpp_info.set_property("cmake_target_name", "topopreempt::topopreempt")
         self.cpp_info.requires = ["eigen::eigen", "range-v3::range-v3"]
+        if self.options.with_io:
+            # The CMake install's topopreempt::io, as an alias: with the option on, the package
+            # itself carries nlohmann_json. (Components would name it separately, but a
+            # component's requires reject [platform_requires] packages, which the offline build
+            # uses.)
+            self.cpp_info.requires.append("nlohmann_json::nlohmann_json")
+            self.cpp_info.set_property("cmake_target_aliases", ["topopreempt::io"])
         self.cpp_info.bindirs = []
         self.cpp_info.libdirs = []

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Embedding topopreempt in a scheduler loop (a Kubernetes PostFilter plugin or a Slurm-like
-// controller): a pending queue, an `Allocation` kept in sync as jobs start and finish, and, when
-// a job that may preempt cannot be placed, a verified branch-and-bound plan that is applied.
-// See docs/embedding.md. Deterministic: a fixed-seed mt19937 drives the simulated arrivals.
+// controller), as docs/embedding.md describes it: an `Allocation` kept in sync as jobs start
+// and finish; each cycle, the pending jobs that may preempt and do not fit are planned together
+// with `plan_queue` (no two counting on the same freed room; nominations kept across cycles) and
+// each plan is applied with `commit` (all or nothing, only if nothing it relies on moved). A job
+// that waits alone is decided again each cycle by an `IncrementalDecider`, which re-reads only
+// the domains that changed. Deterministic: a fixed-seed mt19937 drives the arrivals.
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
@@ -13,11 +16,14 @@
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/model/placement_search.hpp"
-#include "topopreempt/plan/verifier.hpp"
+#include "topopreempt/plan/incremental_decider.hpp"
+#include "topopreempt/plan/preemptor_queue.hpp"
+#include "topopreempt/plan/transaction.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+
 
 using namespace topopreempt;
 
@@ -61,88 +67,148 @@ Job make_job(std::uint64_t id, std::mt19937& random, const ResourceSchema& schem
 
 }  // namespace
 
-int main() {
-  const auto topology =
-      std::make_shared<const Topology>(shapes::cluster(shapes::dense_8gpu_server(), 8, 4));
-  Allocation state(topology);  // the scheduler's view; only this loop mutates it
-  std::mt19937 random(2411);
-  std::vector<Job> arrivals;
-  for (std::uint64_t id = 1; id <= 80; ++id) {
-    arrivals.push_back(make_job(id, random, topology->schema()));
-    arrivals.back().arrival = static_cast<int>(id / 3);
-  }
-  std::vector<Job> pending;
-  std::map<std::uint64_t, std::pair<int, Job>> running;  // id -> (end step, job)
-  int preemptions = 0, victims = 0, shrinks = 0, topology_hits = 0, started = 0;
+namespace {
 
-  for (int now = 0; now < 60; ++now) {
-    // 1. Finished jobs release their resources (O(depth x footprint) each).
-    for (auto it = running.begin(); it != running.end();) {
-      if (it->second.first > now) {
-        ++it;
+using Decider = IncrementalDecider<solvers::branch_and_bound_solver, cost::priority_weighted>;
+
+/// The scheduler's own books: what runs until when, what waits, and what it counted.
+struct Scheduler {
+  explicit Scheduler(std::shared_ptr<const Topology> shared)
+      : topology(std::move(shared)), state(topology) {}
+
+  std::shared_ptr<const Topology> topology;
+  Allocation state;                                      // mirrored; only this loop mutates it
+  std::map<std::uint64_t, std::pair<int, Job>> running;  // id -> (end step, job)
+  std::vector<Job> pending;
+  Nominations nominations;                  // plan_queue's memory, kept from cycle to cycle
+  std::map<std::uint64_t, Decider> deciders;  // one per job that waited alone
+  cost::priority_weighted model;
+  int started = 0, preemptions = 0, victims = 0, shrinks = 0, conflicts = 0;
+  int queue_cycles = 0, decider_cycles = 0;
+
+  /// Starts `job` (already added to `state`), to end `duration` steps after `now`.
+  void run(Job job, int now) {
+    const std::uint64_t id = job.workload.id.value;
+    running[id] = {now + job.duration, std::move(job)};
+    ++started;
+  }
+
+  /// Applies `plan` for `job` with `commit`; on success books the evictions (victims go back to
+  /// the queue and restart from their last checkpoint) and starts the job. A conflict leaves
+  /// the state unchanged and the job pending, to be planned again next cycle.
+  bool apply(const PreemptionPlan& plan, Job& job, int now, std::vector<Job>& requeued) {
+    const CommitResult result = commit(state, plan, job.workload);
+    if (!result) {
+      ++conflicts;
+      return false;
+    }
+    for (const Victim& victim : plan.victims) {
+      if (victim.action == VictimAction::shrink) {
+        ++shrinks;  // still running, smaller
         continue;
       }
-      state.remove(it->second.second.workload.id);
-      it = running.erase(it);
+      requeued.push_back(std::move(running.at(victim.id.value).second));
+      running.erase(victim.id.value);
     }
-    // 2. Arrivals join the queue; the queue is ordered like kube's: priority, then age.
-    for (const Job& job : arrivals) {
-      if (job.arrival == now) pending.push_back(job);
-    }
+    ++preemptions;
+    victims += static_cast<int>(plan.victims.size());
+    std::cout << "t=" << now << " " << job.workload.label() << " (priority "
+              << job.workload.priority << ", " << job.workload.replicas << "x"
+              << job.workload.demand.whole_devices << " GPU): " << plan.victims.size()
+              << " victim(s), " << to_string(plan.status) << ", target "
+              << (plan.target_domain == Topology::root() ? "the whole cluster"
+                                                         : topology->describe(plan.target_domain))
+              << "\n";
+    nominations.forget(job.workload.id);
+    deciders.erase(job.workload.id.value);
+    run(std::move(job), now);
+    return true;
+  }
+
+  /// One scheduling cycle at step `now`.
+  void cycle(int now) {
     std::stable_sort(pending.begin(), pending.end(), [](const Job& a, const Job& b) {
       return a.workload.priority != b.workload.priority ? a.workload.priority > b.workload.priority
                                                         : a.arrival < b.arrival;
     });
-    // 3. One scheduling pass; victims are re-queued and retried on the next pass.
-    std::vector<Job> still_pending, requeued;
+    // Whatever fits starts where find_placement puts it; the rest waits.
+    std::vector<Job> waiting, preemptors;
     for (Job& job : pending) {
-      Placement placement;
       if (const auto found = find_placement(state, job.workload); found.found) {
-        placement = found.placement;
-      } else if (job.workload.priority >= 50) {  // PostFilter: only these may preempt
-        const cost::priority_weighted model;
-        const PreemptionPlan plan = solvers::branch_and_bound.solve(state, job.workload, model);
-        const PlanVerdict verdict = verify_plan(state, job.workload, plan, model);
-        if (!plan.has_victims_plan() || !verdict.ok) {
-          still_pending.push_back(std::move(job));
-          continue;
-        }
-        for (const Victim& victim : plan.victims) {
-          if (victim.action == VictimAction::shrink) {
-            state.shrink(victim.id, victim.dropped_replicas);  // elastic: keeps running, smaller
-            ++shrinks;
-          } else {
-            state.remove(victim.id);
-            Job evicted = running.at(victim.id.value).second;
-            running.erase(victim.id.value);
-            requeued.push_back(std::move(evicted));  // restarts from its last checkpoint
-          }
-        }
-        ++preemptions;
-        victims += static_cast<int>(plan.victims.size());
-        topology_hits += verdict.topology_ok ? 1 : 0;
-        std::cout << "t=" << now << " " << job.workload.label() << " (priority "
-                  << job.workload.priority << ", " << job.workload.replicas << "x"
-                  << job.workload.demand.whole_devices << " GPU): " << plan.victims.size()
-                  << " victim(s), " << to_string(plan.status) << ", target "
-                  << (plan.target_domain == Topology::root()
-                          ? "the whole cluster"
-                          : topology->describe(plan.target_domain))
-                  << "\n";
-        placement = plan.placement;
+        state.add(job.workload, found.placement);
+        run(std::move(job), now);
       } else {
-        still_pending.push_back(std::move(job));
-        continue;
+        // PostFilter: only priority >= 50 may preempt.
+        (job.workload.priority >= 50 ? preemptors : waiting).push_back(std::move(job));
       }
-      state.add(job.workload, placement);
-      running[job.workload.id.value] = {now + job.duration, job};
-      ++started;
     }
-    pending = std::move(still_pending);
+    std::vector<Job> requeued;
+    if (preemptors.size() == 1) {
+      // One job waits: decide for it again, re-reading only the domains that changed.
+      Job& job = preemptors.front();
+      auto [it, inserted] = deciders.try_emplace(job.workload.id.value, solvers::branch_and_bound,
+                                                 model, job.workload);
+      const PreemptionPlan plan = it->second.decide(state);
+      ++decider_cycles;
+      if (!plan.has_victims_plan() || !apply(plan, job, now, requeued))
+        waiting.push_back(std::move(job));
+    } else if (!preemptors.empty()) {
+      // Several wait: plan them together, highest priority first, without double counting.
+      std::vector<Workload> workloads;
+      for (const Job& job : preemptors) workloads.push_back(job.workload);
+      const QueueResult queue =
+          plan_queue(state, workloads, solvers::branch_and_bound, model, nominations);
+      ++queue_cycles;
+      std::map<std::uint64_t, Job*> by_id;
+      for (Job& job : preemptors) by_id[job.workload.id.value] = &job;
+      // Committed in result order, the plans all land while nothing else moves the state.
+      for (const QueuedPlan& item : queue.plans) {
+        Job& job = *by_id.at(item.preemptor.value);
+        if (!item.plan.has_victims_plan() || !apply(item.plan, job, now, requeued))
+          waiting.push_back(std::move(job));
+      }
+    }
+    pending = std::move(waiting);
     pending.insert(pending.end(), requeued.begin(), requeued.end());
   }
-  std::cout << "started " << started << ", preemptions " << preemptions << ", victims " << victims
-            << " (" << shrinks << " shrunk), topology hits " << topology_hits << "/" << preemptions
-            << ", running " << state.size() << ", pending " << pending.size() << "\n";
-  return topology_hits == preemptions ? 0 : 1;
+};
+
+}  // namespace
+
+int main() {
+  Scheduler scheduler(
+      std::make_shared<const Topology>(shapes::cluster(shapes::dense_8gpu_server(), 8, 4)));
+  std::mt19937 random(2411);
+  std::vector<Job> arrivals;
+  for (std::uint64_t id = 1; id <= 80; ++id) {
+    arrivals.push_back(make_job(id, random, scheduler.topology->schema()));
+    arrivals.back().arrival = static_cast<int>(id / 3);
+  }
+  for (int now = 0; now < 60; ++now) {
+    // Finished jobs release their resources (O(depth x footprint) each).
+    for (auto it = scheduler.running.begin(); it != scheduler.running.end();) {
+      if (it->second.first > now) {
+        ++it;
+        continue;
+      }
+      scheduler.state.remove(it->second.second.workload.id);
+      it = scheduler.running.erase(it);
+    }
+    for (const Job& job : arrivals) {
+      if (job.arrival == now) scheduler.pending.push_back(job);
+    }
+    scheduler.cycle(now);
+  }
+  std::cout << "started " << scheduler.started << ", preemptions " << scheduler.preemptions
+            << ", victims " << scheduler.victims << " (" << scheduler.shrinks << " shrunk), "
+            << scheduler.conflicts << " commit conflicts; " << scheduler.queue_cycles
+            << " cycles planned with plan_queue, " << scheduler.decider_cycles
+            << " with an IncrementalDecider; running " << scheduler.state.size() << ", pending "
+            << scheduler.pending.size() << "\n";
+  // Single-threaded, nothing moves the state between planning and commit: every commit lands.
+  // The books agree with the state, and both planning paths were taken.
+  const bool ok = scheduler.conflicts == 0 && scheduler.preemptions > 0 &&
+                  scheduler.running.size() == scheduler.state.size() &&
+                  scheduler.queue_cycles > 0 && scheduler.decider_cycles > 0;
+  return ok ? 0 : 1;
 }

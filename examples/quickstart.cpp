@@ -3,6 +3,7 @@
 // that needs 2 GPUs inside one socket arrives. Every solver explains whom it would preempt.
 #include <iostream>
 #include <memory>
+#include <string_view>
 
 #include "topopreempt/topopreempt.hpp"
 
@@ -21,7 +22,21 @@ Workload job(std::uint64_t id, std::int32_t priority, std::int32_t gpus) {
 }
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // No options: any argument gets the usage (on stdout for --help, exit 0; else stderr, exit 2)
+  // instead of the demo, so that `--help` never runs it.
+  if (argc > 1) {
+    const std::string_view arg = argv[1];
+    const bool help = arg == "--help" || arg == "-h";
+    (help ? std::cout : std::cerr)
+        << (help ? "" : "unknown argument '" + std::string(arg) + "'\n")
+        << "usage: " << argv[0] << "\n"
+        << "Builds a cluster of the topology-aware preemption paper's 8x RTX 4090 servers full of\n"
+           "low-priority jobs and shows, for every solver and baseline, whom it would preempt so\n"
+           "that a 2-GPU inference job guaranteed inside one socket can start, and why. Takes no\n"
+           "options.\n";
+    return help ? 0 : 2;
+  }
   // Two racks of two servers: 32 GPUs, 2 sockets and 8 NUMA nodes per server.
   const auto topology = std::make_shared<const Topology>(shapes::cluster(shapes::rtx4090_server(), 4, 2));
   Allocation cluster(topology);

@@ -192,7 +192,13 @@ Row run(const Solver& solver, std::string name, const std::shared_ptr<const Topo
 }  // namespace
 
 int main(int argc, char** argv) {
-  const experiments::Flags flags = experiments::parse_flags(argc, argv);
+  const experiments::FlagSpec spec{
+      .accepted = {{experiments::ValueFlag::seed, "trace seed (default 1)"},
+                   {experiments::ValueFlag::nodes, "servers (default 41 and 100; --short: 41)"},
+                   {experiments::ValueFlag::days, "simulated days (default 7; --short: 1)"},
+                   {experiments::ValueFlag::csv, "also write the table as CSV"}}};
+  const experiments::Flags flags = experiments::parse_flags(argc, argv, spec);
+  experiments::require_writable(argc, argv, spec, "--csv", flags.csv);
   std::vector<int> sizes;
   if (flags.nodes) {
     sizes.push_back(*flags.nodes);
@@ -231,7 +237,7 @@ int main(int argc, char** argv) {
       const sim::SimulationMetrics& m = row.metrics;
       const auto waits = m.waits_of(serving_priority).value_or(sim::PriorityWaits{});
       table.add({std::to_string(nodes), row.name, std::to_string(m.decisions),
-                 std::to_string(m.preemptions), experiments::fixed(100.0 * m.hit_rate(), 1),
+                 std::to_string(m.preemptions), experiments::percent_or_na(m.hit_rate(), m.preemptions),
                  std::to_string(m.wasted_preemptions),
                  experiments::fixed(m.victims_per_preemption()),
                  experiments::fixed(m.victim_cost, 0), experiments::fixed(m.gpu_hours_lost, 1),

@@ -101,7 +101,14 @@ std::array<double, max_load + 1> run(const Policy& policy,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const experiments::Flags flags = experiments::parse_flags(argc, argv);
+  const experiments::FlagSpec spec{
+      .accepted = {{experiments::ValueFlag::seed, "first seed (default 1)"},
+                   {experiments::ValueFlag::seeds, "number of seeds (default 10; --short: 2)"},
+                   {experiments::ValueFlag::csv, "also write the table as CSV"},
+                   {experiments::ValueFlag::curves, "mean allocation per load, as CSV"}}};
+  const experiments::Flags flags = experiments::parse_flags(argc, argv, spec);
+  experiments::require_writable(argc, argv, spec, "--csv", flags.csv);
+  experiments::require_writable(argc, argv, spec, "--curves", flags.curves);
   const auto data = experiments::openb_data_dir_or_skip("Experiment B1", "openb/ and fgd/");
   if (!data) return flags.check ? 77 : 0;  // 77: ctest's SKIP_RETURN_CODE
   const auto topology = experiments::openb_cluster(*data);

@@ -75,10 +75,14 @@ sim::Trace make_trace(const std::vector<experiments::OpenbPod>& pods, double cap
 }
 
 template <class Solver>
-void run(const Solver& solver, const std::string& name,
+void run(const Solver& solver, const std::string& name, int run_index, int run_count,
          const std::shared_ptr<const Topology>& topology, const sim::Trace& trace,
          const experiments::Flags& flags, experiments::Table& table, bool& ok) {
-  experiments::Progress bar("B2 " + name, flags.quiet);
+  // Its fraction is of simulated time, and a decision costs more as the cluster fills towards
+  // 130% load, so no ETA is extrapolated from it; the label says which run of how many this is.
+  experiments::Progress bar("B2 run " + std::to_string(run_index) + "/" +
+                                std::to_string(run_count) + " " + name,
+                            flags.quiet, experiments::Eta::unknown);
   sim::SimulationOptions options;
   options.verify_plans = flags.verify;
   options.min_preemptor_priority = ls_priority;
@@ -102,7 +106,7 @@ void run(const Solver& solver, const std::string& name,
   table.add({name, std::to_string(ls_total), std::to_string(ls.starts),
              std::to_string(ls_total - ls.starts), experiments::fixed(ls.p99_s, 0),
              std::to_string(m.preemptions), std::to_string(m.evictions),
-             experiments::fixed(100.0 * m.hit_rate(), 1), experiments::fixed(m.gpu_hours_lost, 1),
+             experiments::percent_or_na(m.hit_rate(), m.preemptions), experiments::fixed(m.gpu_hours_lost, 1),
              experiments::fixed(100.0 * m.mean_allocation_ratio, 2),
              experiments::fixed(
                  m.allocation.empty() ? 0.0 : 100.0 * m.allocation.back().allocated_gpu_ratio, 2),
@@ -120,7 +124,11 @@ void run(const Solver& solver, const std::string& name,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const experiments::Flags flags = experiments::parse_flags(argc, argv);
+  const experiments::FlagSpec spec{
+      .accepted = {{experiments::ValueFlag::seed, "trace and simulation seed (default 1)"},
+                   {experiments::ValueFlag::csv, "also write the table as CSV"}}};
+  const experiments::Flags flags = experiments::parse_flags(argc, argv, spec);
+  experiments::require_writable(argc, argv, spec, "--csv", flags.csv);
   const auto data = experiments::openb_data_dir_or_skip("Experiment B2", "openb/");
   if (!data) return flags.check ? 77 : 0;  // 77: ctest's SKIP_RETURN_CODE
   const auto topology = experiments::openb_cluster(*data);
@@ -131,12 +139,14 @@ int main(int argc, char** argv) {
                             "preemptions", "BE evictions", "hit rate %", "GPU-h lost",
                             "mean alloc %", "final alloc %", "plans rejected"});
   bool ok = true;
-  run(solvers::greedy, "greedy", topology, trace, flags, table, ok);
-  run(solvers::knapsack, "knapsack", topology, trace, flags, table, ok);
-  run(solvers::branch_and_bound, "branch_and_bound", topology, trace, flags, table, ok);
-  run(baselines::kube_default, "kube_default", topology, trace, flags, table, ok);
+  const int runs = flags.short_run ? 4 : 5;
+  run(solvers::greedy, "greedy", 1, runs, topology, trace, flags, table, ok);
+  run(solvers::knapsack, "knapsack", 2, runs, topology, trace, flags, table, ok);
+  run(solvers::branch_and_bound, "branch_and_bound", 3, runs, topology, trace, flags, table, ok);
+  run(baselines::kube_default, "kube_default", 4, runs, topology, trace, flags, table, ok);
   if (!flags.short_run)
-    run(baselines::exhaustive_subsets, "exhaustive_subsets", topology, trace, flags, table, ok);
+    run(baselines::exhaustive_subsets, "exhaustive_subsets", 5, runs, topology, trace, flags,
+        table, ok);
   std::cout << "Experiment B2: openb default trace with preemption, " << trace.size()
             << " arrivals (seed " << flags.seed
             << "), 1,213 nodes with synthesised NUMA/socket topology\n\n";

@@ -334,7 +334,11 @@ LoanRow run_loaning(const Mechanisms& mechanisms, const LoanSetting& setting,
   const std::vector<DomainId> inference(hosts.begin() + setting.training_servers, hosts.end());
   LoanRow row{mechanisms, {}, {}, 0.0};
   LoanController controller(row.mechanisms, load, inference, row.stats);
-  experiments::Progress bar("C1 " + mechanisms.name, flags.quiet);
+  // Every load runs the same four mechanisms: the label names the load so that the progress
+  // lines of one load are told from another's.
+  experiments::Progress bar(
+      "C1 load " + experiments::fixed(setting.training_load, 2) + " " + mechanisms.name,
+      flags.quiet);
   sim::SimulationOptions options;
   options.preemption = false;  // training jobs do not preempt each other
   options.verify_plans = flags.verify;
@@ -374,6 +378,14 @@ void write_usage_curves(const std::string& path, const std::vector<LoanRow>& row
           << '\n';
     }
   }
+}
+
+/// `path` with `suffix` before its ".csv" (a.csv -> a_ratios.csv); empty stays empty (no file).
+std::string suffixed(const std::string& path, std::string_view suffix) {
+  if (path.empty()) return path;
+  std::string result = path;
+  result.insert(result.size() - (result.ends_with(".csv") ? 4 : 0), suffix);
+  return result;
 }
 
 bool part_loaning(const experiments::Flags& flags) {
@@ -488,11 +500,7 @@ bool part_loaning(const experiments::Flags& flags) {
   std::cout << '\n';
   vs.print_markdown(std::cout);
   table.write_csv(flags.csv);
-  if (!flags.csv.empty()) {
-    std::string ratios = flags.csv;
-    ratios.insert(ratios.size() - (ratios.ends_with(".csv") ? 4 : 0), "_ratios");
-    vs.write_csv(ratios);
-  }
+  vs.write_csv(suffixed(flags.csv, "_ratios"));
   write_usage_curves(flags.curves, curve_rows, load, setting.days * day);
   return ok;
 }
@@ -660,11 +668,7 @@ bool part_cache(const experiments::Flags& flags) {
                experiments::fixed(sim::detail::sorted_percentile(row.latencies, 0.99), 3)});
   }
   table.print_markdown(std::cout);
-  if (!flags.csv.empty()) {
-    std::string path = flags.csv;
-    path.insert(path.size() - (path.ends_with(".csv") ? 4 : 0), "_compass");
-    table.write_csv(path);
-  }
+  table.write_csv(suffixed(flags.csv, "_compass"));
   bool ok = true;
   if (flags.check) {
     for (std::size_t i = 1; i < rows.size(); ++i) {
@@ -686,11 +690,20 @@ bool part_cache(const experiments::Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const experiments::Flags flags = experiments::parse_flags(
-      argc, argv,
-      "  --nodes N: training and inference servers each (C1); --days X: arrival window (C1)\n"
-      "  --csv PATH: C1 table (PATH), C1 ratios (PATH_ratios), C2 table (PATH_compass)\n"
-      "  --curves PATH: C1 hourly GPU usage per run\n");
+  const experiments::FlagSpec spec{
+      .accepted = {{experiments::ValueFlag::seed, "seed of C1 and C2 (default 1)"},
+                   {experiments::ValueFlag::nodes,
+                    "training and inference servers each (C1; default 32, --short: 6)"},
+                   {experiments::ValueFlag::days, "arrival window in days (C1)"},
+                   {experiments::ValueFlag::csv,
+                    "C1 table (PATH), C1 ratios (PATH_ratios), C2 table (PATH_compass)"},
+                   {experiments::ValueFlag::curves, "C1 hourly GPU usage per run"}}};
+  const experiments::Flags flags = experiments::parse_flags(argc, argv, spec);
+  // Every file the run writes, checked before it starts.
+  experiments::require_writable(argc, argv, spec, "--csv", flags.csv);
+  experiments::require_writable(argc, argv, spec, "--csv", suffixed(flags.csv, "_ratios"));
+  experiments::require_writable(argc, argv, spec, "--csv", suffixed(flags.csv, "_compass"));
+  experiments::require_writable(argc, argv, spec, "--curves", flags.curves);
   const bool loaning_ok = part_loaning(flags);
   const bool cache_ok = part_cache(flags);
   const bool ok = loaning_ok && cache_ok;

@@ -31,7 +31,12 @@ inline std::optional<std::filesystem::path> openb_data_dir_or_skip(std::string_v
   if (data && std::filesystem::exists(*data / "openb" / "openb_pod_list_default.csv")) return data;
   std::cout << experiment
             << " skipped: the openb trace is not there (set TOPOPREEMPT_DATA_DIR to the "
-            << "directory holding " << folders << "; see shared/data/README.md)\n";
+            << "directory holding " << folders << ")\n"
+            << "  openb/: github.com/alibaba/clusterdata, commit 7a6c496e, "
+               "cluster-trace-gpu-v2023/csv\n"
+            << "  fgd/: github.com/hkust-adsl/kubernetes-scheduler-simulator, commit 8f3d6417, "
+               "experiments/analysis/expected_results\n"
+            << "  (README.md, \"Data for tests and experiments\")\n";
   return std::nullopt;
 }
 

@@ -10,6 +10,7 @@ packages=(
   doctest-dev                          # tests
   libbenchmark-dev coinor-libcbc-dev   # benchmarks (CBC: optional MIP baseline)
   nlohmann-json3-dev                   # tools/ and io/ headers
+  python3                              # tests: extracts the docs' C++ blocks (tests/doc_snippets)
 )
 
 is_installed() {

@@ -2,8 +2,12 @@
 #include <Eigen/Core>  // must be reachable through topopreempt::topopreempt alone
 #include <iostream>
 #include <memory>
+#include <string>
 #include <range/v3/version.hpp>
 #include <topopreempt/topopreempt.hpp>
+#ifdef TEST_PACKAGE_IO
+#include <topopreempt/io/snapshot.hpp>
+#endif
 
 // Eigen 5 versions semantically inside the old macros: 3.4.0 is WORLD.MAJOR.MINOR, 5.0.1 is
 // MAJOR.MINOR.PATCH (WORLD stays 3).
@@ -28,5 +32,15 @@ int main() {
             << eigen_version[0] << '.' << eigen_version[1] << '.' << eigen_version[2]
             << ", range-v3 " << RANGE_V3_MAJOR << '.' << RANGE_V3_MINOR
             << "): " << plan.victims.size() << " victim(s)\n";
+#ifdef TEST_PACKAGE_IO
+  // with_io: the snapshot format through topopreempt::io.
+  const std::string document =
+      io::save_snapshot(io::Snapshot{.topology = topology, .state = cluster, .preemptor = urgent})
+          .dump();
+  const io::Snapshot reloaded = io::load_snapshot_text(document);
+  std::cout << "io: " << document.size() << " bytes saved and reloaded, "
+            << reloaded.state.size() << " workload(s)\n";
+  if (reloaded.state.size() != 1) return 1;
+#endif
   return plan.victims.size() == 1 ? 0 : 1;
 }

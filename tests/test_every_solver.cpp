@@ -78,6 +78,10 @@ Checked solve_checked(const Allocation& state, const Workload& preemptor, const 
                                                 << result.plan.explanation);
   CHECK(result.plan.solver == Solver::name);
   if constexpr (!topology_blind<Solver>) CHECK(result.verdict.topology_ok);
+  // Its last line is ended, so that whatever a caller prints next starts on a line of its own
+  // (the quick start once printed "...node0).placement: ...").
+  CHECK_MESSAGE(result.plan.explanation.ends_with('\n'), Solver::name << ": "
+                                                                      << result.plan.explanation);
   return result;
 }
 
@@ -177,6 +181,12 @@ TEST_SUITE("every_solver") {
     CHECK(count.plan.victims.size() == 1);
     CHECK(count.plan.cost == doctest::Approx(1.0));
     CHECK(!count.plan.explanation.empty());
+    if constexpr (!is_baseline_v<Solver>) {
+      // The device level's name, as a noun with its number: "1 whole GPU", not "1 whole gpus".
+      CHECK_MESSAGE(count.plan.explanation.find("frees 1 whole GPU,") != std::string::npos,
+                    count.plan.explanation);
+      CHECK(count.plan.explanation.find("whole gpu") == std::string::npos);
+    }
     // Priority-weighted (and Kubernetes' own order): the lowest priority goes.
     const Checked weighted = solve_checked<Solver>(state, preemptor, cost::priority_weighted{});
     const Checked kube = solve_checked<Solver>(state, preemptor, cost::kubernetes_order::of(state));

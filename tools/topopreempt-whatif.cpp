@@ -193,6 +193,19 @@ Solver with_limits(Solver solver, const io::SolverSpec& spec, bool& applied) {
   return solver;
 }
 
+/// What the verifier established. An infeasible plan has nothing to apply; what was checked is
+/// the claim itself (no victims, no placement, and no placement even after evicting every
+/// eligible victim), so it does not say "plan ok" as if there were a plan.
+std::string verification_text(const PreemptionPlan& plan, const PlanVerdict& verdict) {
+  if (plan.status == PlanStatus::infeasible) {
+    return verdict.ok ? "infeasible confirmed (no placement even after evicting every eligible "
+                        "victim); nothing to apply"
+                      : verdict.summary();
+  }
+  return verdict.summary() +
+         (verdict.topology_ok ? " (guaranteed topology holds)" : " (guaranteed topology BROKEN)");
+}
+
 template <class Solver, class Model>
 Result run(const Solver& prototype, const io::Snapshot& snapshot, const io::SolverSpec& spec,
            const Model& model) {
@@ -294,10 +307,7 @@ void print_text(const Result& result, const io::Snapshot& snapshot, bool limits_
   if (!plan.placement.replicas.empty()) {
     out << "  placement: " << plan.placement.describe(topology) << "\n";
   }
-  out << "  verification: " << result.verdict.summary()
-      << (result.verdict.topology_ok ? " (guaranteed topology holds)"
-                                     : " (guaranteed topology BROKEN)")
-      << "\n";
+  out << "  verification: " << verification_text(plan, result.verdict) << "\n";
   if (!plan.explanation.empty()) {
     out << "  explanation:\n";
     std::istringstream lines(plan.explanation);

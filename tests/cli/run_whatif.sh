@@ -66,6 +66,17 @@ for snapshot in "$dir"/*.json; do
   expected=0
   case "$name" in infeasible-*) expected=1 ;; esac
   check "$expected" "$name" -- "$tool" "$snapshot"
+  # An infeasible plan has nothing to apply: the text says what was verified, never "plan ok".
+  if [ "$expected" -eq 1 ]; then
+    if grep -q 'verification: infeasible confirmed' "$scratch/out" &&
+      ! grep -q 'plan ok' "$scratch/out"; then
+      echo "ok   $name: $(grep 'verification:' "$scratch/out")"
+    else
+      echo "FAIL $name: the verification line of an infeasible plan does not say so"
+      grep 'verification:' "$scratch/out" | sed 's/^/    /'
+      failures=$((failures + 1))
+    fi
+  fi
   if check "$expected" "$name --format json" -- "$tool" --format json "$snapshot"; then
     check_json "$name --format json"
   fi

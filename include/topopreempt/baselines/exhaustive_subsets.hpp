@@ -718,6 +718,9 @@ class exhaustive_subsets_solver {
       plan.statistics.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       topopreempt::detail::record_dependencies(state, preemptor, plan);  // what commit checks
+      // Like the solvers' explanations, it ends its last line: a caller that prints something
+      // after it starts on a line of its own.
+      if (!plan.explanation.ends_with('\n')) plan.explanation += '\n';
       return std::move(plan);
     };
 

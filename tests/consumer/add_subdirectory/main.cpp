@@ -2,7 +2,9 @@
 #include <iostream>
 #include <topopreempt/topopreempt.hpp>
 
+#include "../io_check.hpp"
+
 int main() {
   std::cout << "topopreempt " << topopreempt::version_string << " (add_subdirectory consumer)\n";
-  return 0;
+  return consumer_io_check() ? 0 : 1;
 }

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <topopreempt/topopreempt.hpp>
 
+#include "../io_check.hpp"
+
 static_assert(topopreempt::version_string == std::string_view{EXPECTED_VERSION},
               "version.hpp disagrees with the installed package version");
 
@@ -23,5 +25,5 @@ static_assert(eigen_version[0] == EXPECTED_EIGEN_MAJOR,
 int main() {
   std::cout << "topopreempt " << topopreempt::version_string << " (find_package consumer; Eigen "
             << eigen_version[0] << '.' << eigen_version[1] << '.' << eigen_version[2] << ")\n";
-  return 0;
+  return consumer_io_check() ? 0 : 1;
 }

@@ -15,6 +15,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -87,10 +88,27 @@ class PreemptionContext {
     }
     return dims;
   }
+  /// The name of dimension `dim` for a plural amount ("whole GPUs", "cpu_milli").
   [[nodiscard]] std::string dimension_name(std::size_t dim) const {
-    return dim == whole_device_dim
-               ? std::string("whole ") + topology_.levels()[topology_.device_level()] + "s"
-               : topology_.schema()[dim].name;
+    return dim == whole_device_dim ? "whole " + device_noun() + "s" : topology_.schema()[dim].name;
+  }
+  /// `amount` of dimension `dim` as an explanation prints it: "1 whole GPU", "2 whole GPUs",
+  /// "900 gpu_milli" (resource names are units, not nouns, so they take no plural).
+  [[nodiscard]] std::string quantity(double amount, std::size_t dim) const {
+    if (dim != whole_device_dim) return format_amount(amount) + " " + topology_.schema()[dim].name;
+    return format_amount(amount) + " whole " + device_noun() + (amount == 1.0 ? "" : "s");
+  }
+  /// The device level's name as a noun: an accelerator acronym in capitals ("gpu" -> "GPU"),
+  /// any other level name as the user spelled it.
+  [[nodiscard]] std::string device_noun() const {
+    std::string name = topology_.levels()[topology_.device_level()];
+    for (std::string_view acronym : {"gpu", "tpu", "npu", "ipu", "xpu", "dpu"}) {
+      if (name == acronym) {
+        for (char& c : name) c = static_cast<char>(c - 'a' + 'A');
+        break;
+      }
+    }
+    return name;
   }
   /// Where dimension `dim` is measured for `target`.
   [[nodiscard]] DomainId aggregate_domain(DomainId target, std::size_t dim) const {

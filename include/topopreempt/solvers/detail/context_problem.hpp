@@ -181,7 +181,7 @@ std::string PreemptionContext<Model>::describe_gain(const DomainProblem& problem
   bool any = false;
   for (std::size_t k = 0; k < problem.need.size(); ++k) {
     if (option.gain[k] <= 0.0) continue;
-    text += (any ? ", " : " ") + format_amount(option.gain[k]) + " " + problem.dimension_names[k];
+    text += (any ? ", " : " ") + quantity(option.gain[k], problem.dims[k]);
     any = true;
   }
   if (!any) text += " nothing binding (needed only to complete a device or pool)";

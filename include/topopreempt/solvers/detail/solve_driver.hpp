@@ -68,8 +68,8 @@ class RejectionLog {
     const auto amount = PreemptionContext<Model>::format_amount;
     switch (r.kind) {
       case Rejection::Kind::too_small:
-        return "too small: holds " + amount(r.shortfall.have) + " " +
-               context.dimension_name(r.shortfall.dim) + ", needs " + amount(r.shortfall.need);
+        return "too small: holds " + context.quantity(r.shortfall.have, r.shortfall.dim) +
+               ", needs " + amount(r.shortfall.need);
       case Rejection::Kind::hopeless:
         return "even evicting all " + std::to_string(r.shortfall.victims) +
                " eligible victims frees " + amount(r.shortfall.have) + " of the " +
