@@ -7,9 +7,11 @@
 /// changes redoes only the hosts and domains those changes touched, and answers exactly as the
 /// cold path does.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
@@ -40,15 +42,42 @@ struct PriceCheckCache {
 /// Which domains of each gang tier of `find_placement` could not hold the preemptor, keyed by
 /// the version of the subtree `replicas_that_fit` reads (the domain, or its host when it lies
 /// below the host level: pools up to the host serve its units). Only "does not fit" is kept:
-/// a domain that fit is always re-examined.
+/// a domain that fit is always re-examined. Per tier it also keeps the root version at which
+/// no domain of the tier fit, so that the next call reads the change log
+/// (`Allocation::changed_since`) and re-examines only the domains the changes touched.
 struct FitCache {
   struct Entry {
     std::uint64_t key = 0;
     bool no_fit = false;
   };
   std::vector<std::vector<Entry>> tiers;
+  std::vector<std::uint64_t> none_fit_root;  ///< per tier: root version when none fit
+  std::vector<bool> none_fit_known;          ///< per tier: whether `none_fit_root` holds
+  std::vector<DomainId> changed;             ///< scratch: the change log's domains
+  std::vector<DomainId> touched;             ///< scratch: gang domains those changes touched
   const Topology* topology = nullptr;
 };
+
+/// The domains of `level` whose fit (`replicas_that_fit`, read as `FitCache` keys it) the
+/// entries on `changed` may have changed, ascending and distinct, into `touched`: the one
+/// enclosing each entry, or every one of the entry's host when the level lies below the host
+/// level (pools up to the host serve them). An entry above both changes no key.
+inline void gang_domains_touched(const Topology& topology, LevelIndex level,
+                                 std::span<const DomainId> changed, std::vector<DomainId>& touched) {
+  const LevelIndex host_level = topology.host_level();
+  touched.clear();
+  for (const DomainId domain : changed) {
+    if (level > host_level) {
+      if (topology.level(domain) < host_level) continue;
+      const auto inside = topology.domains_at(level, topology.ancestor_at(domain, host_level));
+      touched.insert(touched.end(), inside.begin(), inside.end());
+    } else if (topology.level(domain) >= level) {
+      touched.push_back(topology.ancestor_at(domain, level));
+    }
+  }
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+}
 
 /// `check_price_sum(state, preemptor, model)` that re-reads only what changed since `cache`
 /// last saw the state: it walks down from the root into the domains whose version changed
@@ -141,6 +170,8 @@ void check_price_sum_reusing(const Allocation& state, const Workload& preemptor,
   const std::vector<LevelIndex> levels = gang_levels(topology, demand, root);
   if (cache.topology != &topology || cache.tiers.size() != levels.size()) {
     cache.tiers.assign(levels.size(), {});
+    cache.none_fit_root.assign(levels.size(), 0);
+    cache.none_fit_known.assign(levels.size(), false);
     cache.topology = &topology;
   }
   const LevelIndex host_level = topology.host_level();
@@ -153,8 +184,7 @@ void check_price_sum_reusing(const Allocation& state, const Workload& preemptor,
     const std::size_t count = whole ? 1 : topology.domains_at(levels[t]).size();
     if (entries.size() != count) entries.assign(count, {});
     DomainId best;
-    // Subtrees without enough idle devices hold no candidate (as in `find_placement`).
-    for_each_gang_candidate(state, root, levels[t], idle_needed, [&](DomainId domain) {
+    const auto examine = [&](DomainId domain) {
       FitCache::Entry& entry = entries[whole ? 0 : topology.ordinal(domain)];
       const DomainId read =
           topology.level(domain) >= host_level ? topology.ancestor_at(domain, host_level) : domain;
@@ -166,7 +196,28 @@ void check_price_sum_reusing(const Allocation& state, const Workload& preemptor,
       }
       entry.no_fit = false;
       if (!best.valid() || state.idle_devices(domain) < state.idle_devices(best)) best = domain;
-    });
+    };
+    // When no domain of the tier fit at a state the change log still reaches, only the
+    // domains the changes touched can fit now; taken in ascending id, as the walk below meets
+    // them, so the best one (and ties) are the cold path's.
+    cache.changed.clear();
+    if (cache.none_fit_known[t] && state.changed_since(cache.none_fit_root[t], cache.changed)) {
+      if (whole) {
+        if (!cache.changed.empty()) examine(root);
+      } else {
+        gang_domains_touched(topology, levels[t], cache.changed, cache.touched);
+        for (const DomainId domain : cache.touched) {
+          // `for_each_gang_candidate`'s filter: a domain's ancestors hold at least its idle devices.
+          if (idle_needed > 0 && state.idle_devices(domain) < idle_needed) continue;
+          examine(domain);
+        }
+      }
+    } else {
+      // Subtrees without enough idle devices hold no candidate (as in `find_placement`).
+      for_each_gang_candidate(state, root, levels[t], idle_needed, examine);
+    }
+    cache.none_fit_known[t] = !best.valid();
+    cache.none_fit_root[t] = state.domain_version(root);
     if (!best.valid()) continue;
     if (auto placement = place_in(state, demand, best))
       return placement_search_result(topology, std::move(*placement));
