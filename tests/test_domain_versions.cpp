@@ -3,7 +3,9 @@
 // copies, and never returns to an old value when a change is undone.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "support.hpp"
@@ -109,6 +111,72 @@ TEST_CASE("domain_version: undoing a change gives a new version; copies compare"
   CHECK_THROWS_AS(
       (void)state.domain_version(DomainId{static_cast<std::uint32_t>(state.topology().size())}),
       std::out_of_range);
+}
+
+
+TEST_CASE("changed_since lists every domain whose version moved, and refuses what it cannot know") {
+  Allocation state(test::shared(shapes::cluster(shapes::dense_8gpu_server(), 4, 2)));
+  const Topology& topology = state.topology();
+  std::mt19937_64 random(7);
+  std::vector<WorkloadId> running;
+  std::uint64_t next_id = 1;
+  for (int round = 0; round < 40; ++round) {
+    const auto before = all_versions(state);
+    const std::uint64_t since = state.domain_version(Topology::root());
+    const int changes = static_cast<int>(random() % 4);  // 0: nothing changed, nothing listed
+    for (int c = 0; c < changes; ++c) {
+      if (!running.empty() && random() % 2 == 0) {
+        const std::size_t pick = random() % running.size();
+        state.remove(running[pick]);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(pick));
+      } else {
+        const Workload job = test::gpu_job(next_id++, 100, 1 + static_cast<std::int32_t>(random() % 4), 1,
+                                           TopologyRequirement::guaranteed("node"));
+        if (find_placement(state, job).found) {
+          test::start(state, job);
+          running.push_back(job.id);
+        }
+      }
+    }
+    std::vector<DomainId> changed{DomainId{0}};  // kept: the log appends
+    REQUIRE(state.changed_since(since, changed));
+    CHECK(changed.front() == DomainId{0});
+    // Each moved domain is a listed domain or an ancestor of one.
+    for (const DomainId d : moved(before, all_versions(state))) {
+      INFO("round ", round, " domain ", topology.describe(d));
+      CHECK(std::any_of(changed.begin() + 1, changed.end(),
+                        [&](DomainId c) { return topology.contains(d, c); }));
+    }
+    if (moved(before, all_versions(state)).empty()) CHECK(changed.size() == 1);
+  }
+  SUBCASE("a version this state never had, or one the log no longer reaches, is refused") {
+    std::vector<DomainId> changed;
+    CHECK_FALSE(state.changed_since(0x1234567ULL, changed));
+    CHECK(changed.empty());
+    const std::uint64_t since = state.domain_version(Topology::root());
+    // More entries than the log keeps (at least 256): add and remove one job again and again.
+    const Workload job = test::gpu_job(next_id, 100, 1, 1, TopologyRequirement::guaranteed("node"));
+    const Placement where = find_placement(state, job).placement;
+    for (int i = 0; i < 5000; ++i) {
+      state.add(job, where);
+      state.remove(job.id);
+    }
+    CHECK_FALSE(state.changed_since(since, changed));
+    CHECK(changed.empty());
+  }
+  SUBCASE("a root version seen on a copy answers on the copy's descendants") {
+    Allocation copy = state;
+    const std::uint64_t since = copy.domain_version(Topology::root());
+    const Workload job = test::gpu_job(next_id, 100, 1, 1, TopologyRequirement::guaranteed("node"));
+    test::start(state, job);
+    std::vector<DomainId> changed;
+    REQUIRE(state.changed_since(since, changed));
+    CHECK_FALSE(changed.empty());
+    // The copy then diverges: the original's version after the change is not in its history.
+    test::start(copy, test::gpu_job(next_id + 1, 100, 2, 1, TopologyRequirement::guaranteed("node")));
+    std::vector<DomainId> none;
+    CHECK_FALSE(copy.changed_since(state.domain_version(Topology::root()), none));
+  }
 }
 
 }  // namespace topopreempt

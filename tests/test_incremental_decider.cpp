@@ -143,6 +143,44 @@ TEST_SUITE("incremental_decider") {
     }
   }
 
+  TEST_CASE("the change log: half-empty clusters, long gaps and copies give the cold plan") {
+    // A half-empty cluster makes "fits already" flip back and forth (the fit check then reads
+    // the change log); a round of many changes outgrows the log (the full comparison takes
+    // over); deciding on a copy that diverged must not trust the original's log.
+    const std::array<PreemptorSpec, 4> specs{{{PreemptorKind::numa, 1},
+                                              {PreemptorKind::nvlink_island, 4},
+                                              {PreemptorKind::node, 8},
+                                              {PreemptorKind::rack_gang, 16, 2}}};
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    for (const std::uint64_t seed : {3U, 4U, 5U}) {
+      for (const PreemptorSpec& spec : specs) {
+        ClusterSpec cluster_spec;
+        cluster_spec.nodes = 16;
+        cluster_spec.nodes_per_rack = 8;
+        cluster_spec.seed = seed;
+        cluster_spec.elastic_fraction = 0.3;
+        cluster_spec.target_occupancy = 0.5 + 0.1 * static_cast<double>(seed - 3);
+        GeneratedCluster cluster = generate_cluster(cluster_spec);
+        const Workload preemptor = make_preemptor(spec);
+        IncrementalDecider decider(solvers::branch_and_bound, model, preemptor);
+        std::vector<std::pair<Workload, Placement>> removed;
+        std::mt19937_64 random(seed * 31 + static_cast<std::uint64_t>(spec.gpus));
+        for (int round = 0; round < 24; ++round) {
+          INFO("seed ", seed, " round ", round, " ", to_string(spec.kind));
+          Allocation copy = cluster.state;
+          const bool on_copy = round % 5 == 4;
+          std::vector<std::pair<Workload, Placement>> removed_from_copy = removed;
+          if (on_copy) change(copy, removed_from_copy, random);  // diverges from what the decider saw
+          const Allocation& decided = on_copy ? copy : cluster.state;
+          check_same_plan(decider.decide(decided),
+                          solvers::branch_and_bound.solve(decided, preemptor, model));
+          const int changes = round % 7 == 6 ? 150 : 1 + static_cast<int>(random() % 3);
+          for (int c = 0; c < changes; ++c) change(cluster.state, removed, random);
+        }
+      }
+    }
+  }
+
   // A small generated cluster: 8 nodes, 4 per rack.
   GeneratedCluster two_racks_of_four() {
     ClusterSpec spec;

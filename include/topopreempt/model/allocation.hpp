@@ -70,6 +70,9 @@ class Allocation {
     }
     occupancy_.assign(n, 0);
     versions_.assign(n, 0);
+    // Sized once so that logging a change never allocates (mutations stay no-throw after
+    // validation); a topology's worth of entries, within [256, 8192] (128 KiB at most).
+    change_log_.resize(std::clamp<std::size_t>(n, 256, 8192));
     // The index covers the host level and above (a few percent of the domains: devices,
     // NUMA nodes and sockets would multiply its size); slot = level offset + ordinal.
     holding_level_offset_.assign(static_cast<std::size_t>(topology_->host_level()) + 2, 0);
@@ -99,6 +102,29 @@ class Allocation {
   /// with the same versions. Undoing a change gives a new version, never the old one.
   [[nodiscard]] std::uint64_t domain_version(DomainId d) const {
     return versions_[static_cast<std::size_t>(column(d))];
+  }
+
+  /// The change log: appends to `changed` the domain of every placement entry added, removed
+  /// or shrunk since the root's version (`domain_version(Topology::root())`) was `since`, newest
+  /// first (with repeats), and returns true. Every domain whose version changed since then is
+  /// one of them or an ancestor of one, so a reader that kept results by version re-examines
+  /// only those, in O(changes) instead of comparing one version per domain. Returns false
+  /// (and leaves `changed` as it was) when the log no longer reaches back that far (it keeps
+  /// the last few thousand entries) or this state never had that root version (a copy that
+  /// diverged before it): the caller then compares versions as before. Root versions are
+  /// content digests, so a version seen on a copy of this state is as good as one seen here.
+  [[nodiscard]] bool changed_since(std::uint64_t since, std::vector<DomainId>& changed) const {
+    const std::size_t kept = changed.size();
+    if (versions_[Topology::root().value] == since) return true;
+    const std::uint64_t capacity = change_log_.size();
+    const std::uint64_t oldest = change_count_ > capacity ? change_count_ - capacity : 0;
+    for (std::uint64_t i = change_count_; i > oldest; --i) {
+      const ChangeLogEntry& entry = change_log_[(i - 1) % capacity];
+      changed.push_back(entry.domain);
+      if (entry.root_before == since) return true;
+    }
+    changed.resize(kept);
+    return false;
   }
 
   /// The preemption index: what preemptible workloads of priority strictly below `priority`
@@ -387,6 +413,7 @@ class Allocation {
                         idle_devices_.capacity() * sizeof(std::uint32_t) +
                         occupancy_.capacity() * sizeof(std::uint32_t) +
                         versions_.capacity() * sizeof(std::uint64_t) + index_memory_bytes() +
+                        change_log_.capacity() * sizeof(ChangeLogEntry) +
                         records_.capacity() * sizeof(Record) +
                         free_slots_.capacity() * sizeof(std::uint32_t) +
                         index_.bucket_count() * sizeof(void*) +
@@ -644,6 +671,7 @@ class Allocation {
       const std::uint64_t entry_change = mix(change ^ e);
       const DomainId domain = record.domains[e];
       const auto amount = record.amounts.col(static_cast<Eigen::Index>(e));
+      change_log_[change_count_++ % change_log_.size()] = {versions_[Topology::root().value], domain};
       bool idle_changed = false;
       if (topology_->is_device(domain)) {
         std::uint32_t& occupancy = occupancy_[domain.value];
@@ -751,6 +779,13 @@ class Allocation {
   std::vector<std::uint32_t> idle_devices_;                     // per domain, aggregated
   std::vector<std::uint32_t> occupancy_;                        // per device: entries on it
   std::vector<std::uint64_t> versions_;                         // per domain (domain_version)
+  /// One changed placement entry, with the root's version just before it (`changed_since`).
+  struct ChangeLogEntry {
+    std::uint64_t root_before = 0;
+    DomainId domain;
+  };
+  std::vector<ChangeLogEntry> change_log_;  // ring: entry i at i % size()
+  std::uint64_t change_count_ = 0;          // entries ever logged
   std::vector<std::vector<Amount>> holdings_;                   // per indexed domain (holding_slot)
   std::vector<std::size_t> holding_level_offset_;               // first slot of each level <= host
   std::vector<std::vector<WorkloadId>> occupants_;              // per host ordinal

@@ -7,9 +7,11 @@
 /// changes redoes only the hosts and domains those changes touched, and answers exactly as the
 /// cold path does.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
@@ -40,15 +42,44 @@ struct PriceCheckCache {
 /// Which domains of each gang tier of `find_placement` could not hold the preemptor, keyed by
 /// the version of the subtree `replicas_that_fit` reads (the domain, or its host when it lies
 /// below the host level: pools up to the host serve its units). Only "does not fit" is kept:
-/// a domain that fit is always re-examined.
+/// a domain that fit is always re-examined by the full walk. Per tier it also keeps the domains
+/// that fit and the root version they are for, so that the next call reads the change log
+/// (`Allocation::changed_since`) and re-examines only the domains the changes touched.
 struct FitCache {
   struct Entry {
     std::uint64_t key = 0;
     bool no_fit = false;
   };
   std::vector<std::vector<Entry>> tiers;
+  std::vector<std::vector<DomainId>> fitting;  ///< per tier: domains that fit, ascending
+  std::vector<std::uint64_t> known_root;       ///< per tier: root version `fitting` is for
+  std::vector<bool> known;                     ///< per tier: whether `fitting` was computed
+  std::vector<DomainId> next_fitting;          ///< scratch: `fitting` being rebuilt
+  std::vector<DomainId> changed;               ///< scratch: the change log's domains
+  std::vector<DomainId> touched;               ///< scratch: gang domains those changes touched
   const Topology* topology = nullptr;
 };
+
+/// The domains of `level` whose fit (`replicas_that_fit`, read as `FitCache` keys it) the
+/// entries on `changed` may have changed, ascending and distinct, into `touched`: the one
+/// enclosing each entry, or every one of the entry's host when the level lies below the host
+/// level (pools up to the host serve them). An entry above both changes no key.
+inline void gang_domains_touched(const Topology& topology, LevelIndex level,
+                                 std::span<const DomainId> changed, std::vector<DomainId>& touched) {
+  const LevelIndex host_level = topology.host_level();
+  touched.clear();
+  for (const DomainId domain : changed) {
+    if (level > host_level) {
+      if (topology.level(domain) < host_level) continue;
+      const auto inside = topology.domains_at(level, topology.ancestor_at(domain, host_level));
+      touched.insert(touched.end(), inside.begin(), inside.end());
+    } else if (topology.level(domain) >= level) {
+      touched.push_back(topology.ancestor_at(domain, level));
+    }
+  }
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+}
 
 /// `check_price_sum(state, preemptor, model)` that re-reads only what changed since `cache`
 /// last saw the state: it walks down from the root into the domains whose version changed
@@ -133,9 +164,11 @@ void check_price_sum_reusing(const Allocation& state, const Workload& preemptor,
 }
 
 /// `find_placement(state, demand)` that skips every gang domain `cache` knows cannot hold the
-/// preemptor at its current version. The result is the cold one: a domain that did not fit
-/// still does not, so the best fitting domain of each tier is among those re-examined, met in
-/// the same order.
+/// preemptor at its current version, and, when the change log reaches back to its last call,
+/// examines only the gang domains the changes touched (O(changes + domains that fit)). The
+/// result is the cold one: a domain that did not fit still does not, and one that fit and was
+/// not touched still fits with the same idle devices, so each tier's best fitting domain is
+/// chosen among the same domains, in the same order.
 [[nodiscard]] inline PlacementSearchResult find_placement_reusing(const Allocation& state,
                                                                   const ResolvedDemand& demand,
                                                                   FitCache& cache) {
@@ -144,6 +177,9 @@ void check_price_sum_reusing(const Allocation& state, const Workload& preemptor,
   const std::vector<LevelIndex> levels = gang_levels(topology, demand, root);
   if (cache.topology != &topology || cache.tiers.size() != levels.size()) {
     cache.tiers.assign(levels.size(), {});
+    cache.known_root.assign(levels.size(), 0);
+    cache.known.assign(levels.size(), false);
+    cache.fitting.assign(levels.size(), {});
     cache.topology = &topology;
   }
   const LevelIndex host_level = topology.host_level();
@@ -155,21 +191,59 @@ void check_price_sum_reusing(const Allocation& state, const Workload& preemptor,
     auto& entries = cache.tiers[t];
     const std::size_t count = whole ? 1 : topology.domains_at(levels[t]).size();
     if (entries.size() != count) entries.assign(count, {});
-    DomainId best;
-    // Subtrees without enough idle devices hold no candidate (as in `find_placement`).
-    for_each_gang_candidate(state, root, levels[t], idle_needed, [&](DomainId domain) {
+    // Whether `domain` can hold every replica (pools up to its host included), remembering
+    // "no" by version.
+    const auto fits = [&](DomainId domain) {
       FitCache::Entry& entry = entries[whole ? 0 : topology.ordinal(domain)];
       const DomainId read =
           topology.level(domain) >= host_level ? topology.ancestor_at(domain, host_level) : domain;
       const std::uint64_t key = state.domain_version(read);
-      if (entry.no_fit && entry.key == key) return;
+      if (entry.no_fit && entry.key == key) return false;
       if (replicas_that_fit(state, demand, domain) < demand.replicas) {
         entry = {key, true};
-        return;
+        return false;
       }
       entry.no_fit = false;
+      return true;
+    };
+    std::vector<DomainId>& fitting = cache.fitting[t];
+    std::vector<DomainId>& next = cache.next_fitting;
+    next.clear();
+    cache.changed.clear();
+    if (cache.known[t] && state.changed_since(cache.known_root[t], cache.changed)) {
+      // The fitting domains at a state the change log still reaches are known: a domain the
+      // changes did not touch kept its fit and its idle devices, so only touched ones are
+      // examined again.
+      if (whole) {
+        if (cache.changed.empty() ? !fitting.empty() : fits(root)) next.push_back(root);
+      } else {
+        gang_domains_touched(topology, levels[t], cache.changed, cache.touched);
+        for (const DomainId domain : fitting) {
+          if (!std::binary_search(cache.touched.begin(), cache.touched.end(), domain)) next.push_back(domain);
+        }
+        const std::size_t kept = next.size();
+        for (const DomainId domain : cache.touched) {
+          // `for_each_gang_candidate`'s filter: a domain's ancestors hold at least its idle devices.
+          if (idle_needed > 0 && state.idle_devices(domain) < idle_needed) continue;
+          if (fits(domain)) next.push_back(domain);
+        }
+        std::inplace_merge(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(kept), next.end());
+      }
+    } else {
+      // Subtrees without enough idle devices hold no candidate (as in `find_placement`).
+      for_each_gang_candidate(state, root, levels[t], idle_needed, [&](DomainId domain) {
+        if (fits(domain)) next.push_back(domain);
+      });
+    }
+    fitting.swap(next);
+    cache.known[t] = true;
+    cache.known_root[t] = state.domain_version(root);
+    // Ascending id, the order the walk meets them: the least idle one, first on ties, is the
+    // cold path's choice.
+    DomainId best;
+    for (const DomainId domain : fitting) {
       if (!best.valid() || state.idle_devices(domain) < state.idle_devices(best)) best = domain;
-    });
+    }
     if (!best.valid()) continue;
     if (auto placement = place_in(state, demand, best))
       return placement_search_result(topology, std::move(*placement));
