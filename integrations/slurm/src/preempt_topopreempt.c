@@ -498,6 +498,20 @@ static bool _may_preempt_anyone(job_record_t* preemptor) {
          list_find_first_ro(part_list, _lower_preemptible_partition, preemptor->part_ptr);
 }
 
+/* QOS Preempt= relations are not followed (docs/slurm.md, "QOS preemption"): a site that
+ * preempts by QOS must hear it, at error level, the first time a job with such a QOS asks. */
+static void _warn_qos_relations(job_record_t* preemptor) {
+  static bool warned = false;
+  slurmdb_qos_rec_t* qos = preemptor->qos_ptr;
+
+  if (warned || !qos || !qos->preempt_bitstr || (bit_set_count(qos->preempt_bitstr) == 0)) return;
+  warned = true;
+  error(
+      "%s: QOS %s of %pJ has Preempt= relations, which this plugin does not follow (it follows "
+      "partition PriorityTier only); use PreemptType=preempt/qos for QOS preemption",
+      plugin_type, qos->name ? qos->name : "?", preemptor);
+}
+
 /* Makes the plan for `preemptor` current: the engine's cached plan when the job's request and
  * the state are unchanged (one walk of job_list for the fingerprint), else a new one. */
 static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
@@ -518,6 +532,7 @@ static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
   plan_preemptor = preemptor;
   plan_preemptor_id = preemptor->job_id;
   plan_kind = TP_PLAN_NONE;
+  _warn_qos_relations(preemptor);
   if (!engine || !head || !_may_preempt_anyone(preemptor)) return;
   eligible = xcalloc(node_record_count + 1, 1);
   if ((why = _read_request(preemptor, &request, eligible))) {

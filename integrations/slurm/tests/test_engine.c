@@ -82,6 +82,20 @@ static void add_job(uint32_t id, int priority, int preemptible, int node, uint64
   }
 }
 
+/* An empty cluster: no running job. */
+static void clear_jobs(void) {
+  job_count = 0;
+  holding_count = 0;
+}
+
+/* A full n[from..3]: a protected (non-preemptible) 4-GPU job on each socket. */
+static void protect_nodes_from(int from) {
+  for (int n = from; n < 4; ++n) {
+    add_job(400 + n, 9, 0, n, 0x0F);
+    add_job(500 + n, 9, 0, n, 0xF0);
+  }
+}
+
 static tp_snapshot_t snapshot(void) {
   tp_snapshot_t s = {switches, 3, nodes, 4, jobs, job_count, holdings, holding_count, 1000.0, 0};
   return s;
@@ -259,16 +273,12 @@ int main(void) {
   /* Excluded nodes (backfill's reservations, -x, partition, features) are never planned on:
    * the cheapest victim (job 801 on n1, cost 2) is not used when n1 is excluded; job 104 on n0
    * (cost 5) is. */
-  job_count = 0;
-  holding_count = 0;
+  clear_jobs();
   add_job(104, 4, 1, 0, 0xF0);
   add_job(105, 9, 0, 0, 0x0F);
   add_job(801, 1, 1, 1, 0xF0);
   add_job(802, 9, 0, 1, 0x0F);
-  for (int n = 2; n < 4; ++n) {
-    add_job(400 + n, 9, 0, n, 0x0F);
-    add_job(500 + n, 9, 0, n, 0xF0);
-  }
+  protect_nodes_from(2);
   s = snapshot();
   CHECK(tp_engine_plan(engine, &s, &request, 50) == TP_PLAN_VICTIMS);
   CHECK(tp_engine_victim_rank(engine, 801) == 0 && tp_engine_victim_rank(engine, 104) == -1);
@@ -283,8 +293,7 @@ int main(void) {
   /* --exclusive: a whole node. n0 holds two preemptible 4-GPU jobs, n1 one preemptible and one
    * protected, n2 and n3 protected jobs. Evicting one job frees 4 GPUs but cons_tres starts an
    * exclusive job only on an empty node: the plan must empty n0 (both jobs). */
-  job_count = 0;
-  holding_count = 0;
+  clear_jobs();
   add_job(901, 1, 1, 0, 0x0F);
   add_job(902, 1, 1, 0, 0xF0);
   add_job(903, 1, 1, 1, 0xF0);
@@ -312,14 +321,10 @@ int main(void) {
   /* Memory (CR_Core_Memory): n0's socket 0 has its 4 GPUs free, but a 1-GPU job on socket 1
    * holds 50 GB of n0's 64 GB; every other socket is protected. Without memory the job fits as
    * is; with 40 GB per node the plan must evict the memory holder. */
-  job_count = 0;
-  holding_count = 0;
+  clear_jobs();
   add_job(950, 1, 1, 0, 0x10);
   holdings[holding_count - 1].memory_mb = 50000;
-  for (int n = 1; n < 4; ++n) {
-    add_job(400 + n, 9, 0, n, 0x0F);
-    add_job(500 + n, 9, 0, n, 0xF0);
-  }
+  protect_nodes_from(1);
   for (int n = 0; n < 4; ++n) nodes[n].memory_mb = 64000;
   s = snapshot();
   {
