@@ -19,8 +19,8 @@ section() { printf '\n===== [slurm %4ds] %s =====\n' "$SECONDS" "$*"; }
 
 section "build the plugin (apt, apt-get source, configure, compile) and install it"
 # Installed where an administrator would point PluginDir; the clusters below load it from there.
-timeout 480 bash integrations/slurm/build-plugin.sh --install "$BUILD/install" "$BUILD"
-for unit in munge slurmctld slurmd; do
+timeout 480 bash integrations/slurm/build-plugin.sh --install "$BUILD/install" --test-packages "$BUILD"
+for unit in munge slurmctld slurmd slurmdbd mariadb; do
   if systemctl is-enabled --quiet "$unit.service" 2>/dev/null; then
     echo "ERROR: $unit.service is enabled on the build host" >&2
     exit 1
@@ -37,7 +37,11 @@ timeout --kill-after=30 600 "${SUDO[@]}" python3 integrations/slurm/tests/run_di
   --plugin-dir "$BUILD/install" --cases 288 --min-cases 200 --results "$BUILD/differential.md" \
   --json "$BUILD/differential.json"
 
-section "no Slurm or munge daemon of ours left"
+section "QOS preemption: preempt/qos vs topopreempt (relation = qos) with slurmdbd and MariaDB"
+timeout --kill-after=30 300 "${SUDO[@]}" python3 integrations/slurm/tests/run_qos.py \
+  --plugin-dir "$BUILD/install"
+
+section "no Slurm, munge, slurmdbd or MariaDB process of ours left"
 if pgrep -a -f 'topopreempt-slurm\.' >/dev/null; then
   pgrep -a -f 'topopreempt-slurm\.'
   echo "ERROR: processes of the scenario run survived" >&2

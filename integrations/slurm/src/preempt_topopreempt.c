@@ -86,23 +86,59 @@ static void _log(int severity, const char* message) {
     debug("%s: %s", plugin_type, message);
 }
 
-/* ---- stock behaviour: exactly preempt/partition_prio's answers --------------------------- */
+/* ---- stock behaviour: exactly preempt/partition_prio's (or, with `relation = qos`,
+ * preempt/qos's) answers ------------------------------------------------------------------ */
+
+/* topopreempt.conf `relation = qos`: who may preempt whom comes from QOS Preempt=. */
+static bool use_qos = false;
+
+static uint16_t _qos_preempt_mode(job_record_t* job_ptr) {
+  uint16_t mode = (job_ptr->qos_ptr && job_ptr->qos_ptr->preempt_mode) ? job_ptr->qos_ptr->preempt_mode
+                                                                        : slurm_conf.preempt_mode;
+  return mode & ~PREEMPT_MODE_GANG & ~PREEMPT_MODE_WITHIN;
+}
+
+/* preempt/qos's preemptable: the preemptor's QOS lists the preemptee's (or, within one QOS,
+ * PreemptMode=WITHIN and a higher job priority). */
+static bool _qos_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
+  slurmdb_qos_rec_t* qos_ee = preemptee->qos_ptr;
+  slurmdb_qos_rec_t* qos_or = preemptor->qos_ptr;
+
+  if (!qos_ee || !qos_or) return false;
+  if (qos_or->id == qos_ee->id) {
+    if ((qos_or->preempt_mode & PREEMPT_MODE_WITHIN) || (slurm_conf.preempt_mode & PREEMPT_MODE_WITHIN))
+      return preemptor->priority > preemptee->priority;
+    return false;
+  }
+  return qos_or->preempt_bitstr && bit_test(qos_or->preempt_bitstr, qos_ee->id);
+}
+
+static uint32_t _qos_prio(job_record_t* job_ptr) {
+  uint32_t prio = 0;
+
+  if (job_ptr->qos_ptr)
+    prio = (job_ptr->qos_ptr->priority >= 0xffff) ? (0xffffU << 16) : (job_ptr->qos_ptr->priority << 16);
+  return prio + ((job_ptr->node_cnt >= 0xffff) ? 0xffff : job_ptr->node_cnt);
+}
 
 static uint16_t _job_preempt_mode(job_record_t* job_ptr) {
   part_record_t* part_ptr = job_ptr->part_ptr;
 
+  if (use_qos) return _qos_preempt_mode(job_ptr);
   if (part_ptr && (part_ptr->preempt_mode != NO_VAL16))
     return (part_ptr->preempt_mode & (~PREEMPT_MODE_GANG));
   return (slurm_conf.preempt_mode & (~PREEMPT_MODE_GANG));
 }
 
 static uint32_t _stock_prio(job_record_t* job_ptr) {
+  if (use_qos) return _qos_prio(job_ptr);
   uint32_t job_prio = job_ptr->part_ptr ? (job_ptr->part_ptr->priority_tier << 16) : 0;
 
   return job_prio + ((job_ptr->node_cnt >= 0xffff) ? 0xffff : job_ptr->node_cnt);
 }
 
 static bool _stock_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
+  if (use_qos) return _qos_preemptable(preemptee, preemptor);
   if (!preemptee->part_ptr || !preemptor->part_ptr ||
       (preemptee->part_ptr->priority_tier >= preemptor->part_ptr->priority_tier) ||
       (preemptee->part_ptr->preempt_mode == PREEMPT_MODE_OFF))
@@ -282,7 +318,21 @@ static tp_holding_t* _new_holding(snapshot_buffers_t* b) {
   return &b->holdings[b->holding_count++];
 }
 
-static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr) {
+/* The model's priority of a job: partition PriorityTier, plus the QOS priority with
+ * `relation = qos`. It is the priority_weighted cost (plus priority_offset). */
+static int _model_priority(job_record_t* job_ptr) {
+  int tier = job_ptr->part_ptr ? job_ptr->part_ptr->priority_tier : 0;
+
+  if (use_qos && job_ptr->qos_ptr) return tier + (int)MIN(job_ptr->qos_ptr->priority, 0xffffU);
+  return tier;
+}
+
+/* With `relation = qos`, who may be preempted depends on the preemptor's QOS, not on an order
+ * of priorities: the preemptor then outranks everyone in the model, and each job is
+ * preemptible exactly when preempt/qos would let this preemptor preempt it. */
+#define TP_QOS_PREEMPTOR_PRIORITY 0x40000000
+
+static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr, job_record_t* preemptor) {
   job_resources_t* res = job_ptr->job_resrcs;
   gres_state_t* gpu = _find_gpu_gres(job_ptr->gres_list_alloc);
   gres_job_state_t* gpu_state = gpu ? gpu->gres_data : NULL;
@@ -299,11 +349,13 @@ static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr) {
   job->job_id = job_ptr->job_id;
   job->name = job_ptr->name ? job_ptr->name : "";
   job->partition = job_ptr->part_ptr ? job_ptr->part_ptr->name : "";
-  job->priority = job_ptr->part_ptr ? job_ptr->part_ptr->priority_tier : 0;
+  job->priority = _model_priority(job_ptr);
   /* cons_tres can only take REQUEUE and CANCEL victims out of its simulated cluster. */
-  job->preemptible = job_ptr->part_ptr && (job_ptr->part_ptr->preempt_mode != PREEMPT_MODE_OFF) &&
-                     ((mode == PREEMPT_MODE_REQUEUE) || (mode == PREEMPT_MODE_CANCEL)) &&
-                     !job_ptr->het_job_id && !IS_JOB_SUSPENDED(job_ptr);
+  job->preemptible = ((mode == PREEMPT_MODE_REQUEUE) || (mode == PREEMPT_MODE_CANCEL)) &&
+                     !job_ptr->het_job_id && !IS_JOB_SUSPENDED(job_ptr) &&
+                     (use_qos ? _qos_preemptable(job_ptr, preemptor)
+                              : (job_ptr->part_ptr &&
+                                 (job_ptr->part_ptr->preempt_mode != PREEMPT_MODE_OFF)));
   job->start_time = (double)job_ptr->start_time;
   job->first_holding = b->holding_count;
 
@@ -346,12 +398,12 @@ static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr) {
   return 0;
 }
 
-static int _read_jobs(snapshot_buffers_t* b) {
+static int _read_jobs(snapshot_buffers_t* b, job_record_t* preemptor) {
   for (struct listNode* p = _job_list_head(); p; p = p->next) {
     job_record_t* job_ptr = p->data;
 
     if (!job_ptr || !_holds_resources(job_ptr)) continue;
-    if (_read_job(b, job_ptr)) return -1;
+    if (_read_job(b, job_ptr, preemptor)) return -1;
   }
   return 0;
 }
@@ -418,7 +470,7 @@ static const char* _read_request(job_record_t* job_ptr, tp_request_t* request,
   memset(request, 0, sizeof(*request));
   request->job_id = job_ptr->job_id;
   request->name = job_ptr->name ? job_ptr->name : "";
-  request->priority = job_ptr->part_ptr ? job_ptr->part_ptr->priority_tier : 0;
+  request->priority = use_qos ? TP_QOS_PREEMPTOR_PRIORITY : _model_priority(job_ptr);
   if (!details || job_ptr->het_job_id) return "no details or a hetjob";
   /* max_nodes 0 means -N was not given: Slurm may use any count from min_nodes up, and a plan
    * that lets the job start on min_nodes nodes lets Slurm start it. */
@@ -494,6 +546,9 @@ static int _lower_preemptible_partition(void* x, void* key) {
 /* Whether any partition could hold a victim of `preemptor`: pending jobs of the lowest tier
  * (most of a queue) then cost nothing. part_list is not the list being iterated. */
 static bool _may_preempt_anyone(job_record_t* preemptor) {
+  if (use_qos)
+    return preemptor->qos_ptr && preemptor->qos_ptr->preempt_bitstr &&
+           (bit_set_count(preemptor->qos_ptr->preempt_bitstr) > 0);
   return preemptor->part_ptr && part_list &&
          list_find_first_ro(part_list, _lower_preemptible_partition, preemptor->part_ptr);
 }
@@ -504,7 +559,7 @@ static void _warn_qos_relations(job_record_t* preemptor) {
   static bool warned = false;
   slurmdb_qos_rec_t* qos = preemptor->qos_ptr;
 
-  if (warned || !qos || !qos->preempt_bitstr || (bit_set_count(qos->preempt_bitstr) == 0)) return;
+  if (use_qos || warned || !qos || !qos->preempt_bitstr || (bit_set_count(qos->preempt_bitstr) == 0)) return;
   warned = true;
   error(
       "%s: QOS %s of %pJ has Preempt= relations, which this plugin does not follow (it follows "
@@ -548,7 +603,7 @@ static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
     return;
   }
   _read_switches(&b);
-  if (_read_nodes(&b) || _read_jobs(&b)) {
+  if (_read_nodes(&b) || _read_jobs(&b, preemptor)) {
     error("%s: could not read the cluster state; stock behaviour for %pJ", plugin_type, preemptor);
     _free_buffers(&b);
     xfree(eligible);
@@ -582,6 +637,7 @@ extern int init(void) {
         plugin_type, config);
   else
     verbose("%s loaded (configuration %s)", plugin_type, config);
+  use_qos = engine && tp_engine_relation_is_qos(engine);
   xfree(config);
   return SLURM_SUCCESS;
 }
@@ -589,10 +645,12 @@ extern int init(void) {
 extern void fini(void) {
   tp_engine_destroy(engine);
   engine = NULL;
+  use_qos = false;
   plan_preemptor = NULL;
 }
 
 extern bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor, job_queue_rec_t* preemptee) {
+  if (use_qos) return _qos_preemptable(preemptee->job_ptr, preemptor->job_ptr);
   return preemptor->part_ptr && preemptee->part_ptr &&
          bit_overlap_any(preemptor->part_ptr->node_bitmap, preemptee->part_ptr->node_bitmap) &&
          (preemptor->part_ptr->priority_tier > preemptee->part_ptr->priority_tier);
@@ -629,7 +687,10 @@ extern int preempt_p_get_data(job_record_t* job_ptr, slurm_preempt_data_type_t d
       (*(uint32_t*)data) = (rank >= 0) ? (uint32_t)rank : _stock_prio(job_ptr);
       break;
     case PREEMPT_DATA_GRACE_TIME:
-      (*(uint32_t*)data) = job_ptr->part_ptr ? job_ptr->part_ptr->grace_time : 0;
+      if (use_qos)
+        (*(uint32_t*)data) = job_ptr->qos_ptr ? job_ptr->qos_ptr->grace_time : 0;
+      else
+        (*(uint32_t*)data) = job_ptr->part_ptr ? job_ptr->part_ptr->grace_time : 0;
       break;
     default:
       error("%s: unknown enum %d", __func__, data_type);

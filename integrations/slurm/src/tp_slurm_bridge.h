@@ -126,6 +126,10 @@ int tp_engine_use_cached(tp_engine_t* engine, const tp_request_t* request, int n
 tp_plan_kind_t tp_engine_plan(tp_engine_t* engine, const tp_snapshot_t* snapshot,
                               const tp_request_t* request, uint64_t fingerprint);
 
+/* 1 when topopreempt.conf says `relation = qos` (who may preempt whom comes from QOS Preempt=,
+ * as preempt/qos decides), 0 for `relation = partition_prio` (the default). */
+int tp_engine_relation_is_qos(const tp_engine_t* engine);
+
 /* Rank (0 = first) of `job_id` among the victims of the current plan, or -1. */
 int tp_engine_victim_rank(const tp_engine_t* engine, uint32_t job_id);
 

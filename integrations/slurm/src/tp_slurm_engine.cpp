@@ -43,6 +43,7 @@ struct Config {
   std::int64_t time_limit_ms = 500;              // branch_and_bound only
   std::uint64_t node_limit = 200000;             // branch_and_bound only
   std::string plan_log;                          // JSON lines, one per plan; empty: none
+  std::string relation = "partition_prio";       // partition_prio | qos: who may preempt whom
 };
 
 std::string trim(const std::string& text) {
@@ -110,6 +111,11 @@ Config read_config(const char* path) {
       } else if (key == "node_limit") {
         config.node_limit = parse_number<std::uint64_t>(key, value);
         if (config.node_limit == 0) throw std::invalid_argument(key + " must be > 0");
+      } else if (key == "relation") {
+        if (value != "partition_prio" && value != "qos") {
+          throw std::invalid_argument("relation must be partition_prio or qos");
+        }
+        config.relation = value;
       } else if (key == "plan_log") {
         config.plan_log = value;
       } else {
@@ -774,6 +780,7 @@ tp_engine_t* tp_engine_create(const char* config_path, tp_log_fn log) {
     }
     engine->say(
         1, "solver " + engine->config.solver + ", cost model " + engine->config.cost_model +
+               ", relation " + engine->config.relation +
                (engine->config.plan_log.empty() ? "" : ", plan log " + engine->config.plan_log));
     return engine.release();
   } catch (const std::exception& error) {
@@ -810,6 +817,10 @@ int tp_engine_use_cached(tp_engine_t* engine, const tp_request_t* request, int n
     engine->current = nullptr;
     return -1;
   }
+}
+
+int tp_engine_relation_is_qos(const tp_engine_t* engine) {
+  return engine != nullptr && engine->config.relation == "qos" ? 1 : 0;
 }
 
 int tp_engine_victim_rank(const tp_engine_t* engine, std::uint32_t job_id) {

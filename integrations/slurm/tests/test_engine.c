@@ -154,6 +154,18 @@ int main(void) {
   CHECK(engine_with(dir, "priority_offset = \n") == NULL);
   CHECK(strstr(last_error, "priority_offset is not a number") != NULL);
 
+  /* Who may preempt whom: partition tiers by default, QOS Preempt= with `relation = qos`. */
+  CHECK(engine_with(dir, "relation = tiers\n") == NULL);
+  CHECK(strstr(last_error, "relation must be partition_prio or qos") != NULL);
+  {
+    tp_engine_t* qos = engine_with(dir, "relation = qos\n");
+    tp_engine_t* tiers = engine_with(dir, "solver = greedy\n");
+    CHECK(qos != NULL && tp_engine_relation_is_qos(qos) == 1);
+    CHECK(tiers != NULL && tp_engine_relation_is_qos(tiers) == 0);
+    tp_engine_destroy(qos);
+    tp_engine_destroy(tiers);
+  }
+
   /* A plan log that cannot be opened is an error at start, not a silent loss later. */
   errors_logged = 0;
   {
