@@ -553,8 +553,9 @@ static bool _may_preempt_anyone(job_record_t* preemptor) {
          list_find_first_ro(part_list, _lower_preemptible_partition, preemptor->part_ptr);
 }
 
-/* QOS Preempt= relations are not followed (docs/slurm.md, "QOS preemption"): a site that
- * preempts by QOS must hear it, at error level, the first time a job with such a QOS asks. */
+/* With `relation = partition_prio`, QOS Preempt= relations are not followed (docs/slurm.md,
+ * "QOS preemption"): a site that preempts by QOS must hear it, at error level, the first time
+ * a job with such a QOS asks. */
 static void _warn_qos_relations(job_record_t* preemptor) {
   static bool warned = false;
   slurmdb_qos_rec_t* qos = preemptor->qos_ptr;
@@ -562,8 +563,8 @@ static void _warn_qos_relations(job_record_t* preemptor) {
   if (use_qos || warned || !qos || !qos->preempt_bitstr || (bit_set_count(qos->preempt_bitstr) == 0)) return;
   warned = true;
   error(
-      "%s: QOS %s of %pJ has Preempt= relations, which this plugin does not follow (it follows "
-      "partition PriorityTier only); use PreemptType=preempt/qos for QOS preemption",
+      "%s: QOS %s of %pJ has Preempt= relations, which are not followed: preemption follows "
+      "partition PriorityTier; set 'relation = qos' in topopreempt.conf for QOS preemption",
       plugin_type, qos->name ? qos->name : "?", preemptor);
 }
 
