@@ -275,11 +275,8 @@ def main():
         failures.append(f"{type(error).__name__}: {error}")
         log(f"FAIL  {type(error).__name__}: {error}")
         for mode, cluster in clusters.items():
-            logfile = cluster.path("log", "slurmctld.log")
-            if os.path.exists(logfile):
-                print(f"--- {mode}: last lines of {logfile}")
-                with open(logfile, errors="replace") as lines:
-                    print("".join(lines.readlines()[-30:]))
+            print(f"--- {mode}")
+            cluster.print_log_tails(("slurmctld.log",), 30)
     finally:
         for mode, cluster in clusters.items():
             cluster.run(["scancel", "--full", "-u", "root"], check=False)
@@ -287,12 +284,7 @@ def main():
             survivors = cluster.stop_all()
             if survivors:
                 log(f"{mode}: {len(survivors)} process(es) outlived the daemons and were killed")
-            left = cluster.marked_processes()
-            for _ in range(20):  # SIGKILLed processes take a moment to disappear
-                if not left:
-                    break
-                time.sleep(0.25)
-                left = cluster.marked_processes()
+            left = cluster.settled_marked_processes()
             rs.check(not left, f"{mode}: no process of ours left running ({len(left)} found)", failures)
             shutil.rmtree(cluster.root, ignore_errors=True)
     if failures:

@@ -24,7 +24,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_scenarios as rs  # noqa: E402
@@ -177,22 +176,12 @@ def main():
     except BaseException as error:  # noqa: BLE001 - report, then clean up, then fail
         failures.append(f"{type(error).__name__}: {error}")
         rs.log(f"FAIL  {type(error).__name__}: {error}")
-        for name in ("slurmctld.log", "slurmdbd.log", "slurmdbd.stdout", "mariadbd.stdout"):
-            logfile = cluster.path("log", name)
-            if os.path.exists(logfile):
-                print(f"--- last lines of {logfile}")
-                with open(logfile, errors="replace") as lines:
-                    print("".join(lines.readlines()[-25:]))
+        cluster.print_log_tails(("slurmctld.log", "slurmdbd.log", "slurmdbd.stdout", "mariadbd.stdout"), 25)
     finally:
         survivors = cluster.stop_all()
         if survivors:
             rs.log(f"{len(survivors)} process(es) outlived their daemons and were killed")
-        left = cluster.marked_processes()
-        for _ in range(20):
-            if not left:
-                break
-            time.sleep(0.25)
-            left = cluster.marked_processes()
+        left = cluster.settled_marked_processes()
         rs.check(not left, f"no process of ours left running, MariaDB and slurmdbd included ({len(left)} found)",
                  failures)
         shutil.rmtree(root, ignore_errors=True)

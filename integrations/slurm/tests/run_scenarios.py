@@ -330,6 +330,24 @@ PartitionName=high Nodes=n[0-7] PriorityTier={TIERS['high']} PreemptMode=OFF Max
                 continue
         return found
 
+    def settled_marked_processes(self, seconds=5.0):
+        """Our processes still alive after up to `seconds` (SIGKILLed ones take a moment)."""
+        deadline = time.monotonic() + seconds
+        left = self.marked_processes()
+        while left and time.monotonic() < deadline:
+            time.sleep(0.25)
+            left = self.marked_processes()
+        return left
+
+    def print_log_tails(self, names, count=40):
+        """The last `count` lines of each of our log files in `names`, for a failure report."""
+        for name in names:
+            logfile = self.path("log", name)
+            if os.path.exists(logfile):
+                print(f"--- last lines of {logfile}")
+                with open(logfile, errors="replace") as lines:
+                    print("".join(lines.readlines()[-count:]))
+
     def kill_marked_processes(self, exclude_daemons=()):
         survivors = [(pid, cmd) for pid, cmd in self.marked_processes()
                      if not any(d in cmd for d in exclude_daemons)]
@@ -552,12 +570,7 @@ def main():
     except BaseException as error:  # noqa: BLE001 - report, then clean up, then fail
         failures.append(f"{type(error).__name__}: {error}")
         log(f"FAIL  {type(error).__name__}: {error}")
-        for name in ("slurmctld.log",):
-            logfile = cluster.path("log", name)
-            if os.path.exists(logfile):
-                print(f"--- last lines of {logfile}")
-                with open(logfile) as lines:
-                    print("".join(lines.readlines()[-40:]))
+        cluster.print_log_tails(("slurmctld.log",))
     finally:
         survivors = cluster.stop_all()
         if survivors:
