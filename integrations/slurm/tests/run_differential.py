@@ -17,7 +17,7 @@ at least --min-cases counted cases: topopreempt never leaves pending a preemptor
 started, and never preempts a costlier set (cost of a victim = its tier + 1, as the plugin's
 priority_weighted cost with priority_offset 1).
 
-Usage: run_differential.py --plugin-dir build/slurm/plugin [--cases 288] [--json out.json]
+Usage: run_differential.py --plugin-dir build/slurm/plugin [--cases 336] [--json out.json]
 Needs root, like run_scenarios.py, whose cluster code it reuses.
 """
 import argparse
@@ -228,7 +228,7 @@ def run_all(cluster, cases, results, errors):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plugin-dir", required=True)
-    parser.add_argument("--cases", type=int, default=288)
+    parser.add_argument("--cases", type=int, default=336)
     parser.add_argument("--min-cases", type=int, default=200, help="comparable cases required")
     parser.add_argument("--json", help="write every case's records here")
     parser.add_argument("--results", help="write the counts (markdown) here")
