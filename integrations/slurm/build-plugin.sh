@@ -6,14 +6,43 @@
 # entries), configures it with Debian's flags (for config.h and slurmctld's internal headers;
 # nothing of Slurm is compiled), and compiles the plugin.
 #
-# Usage: integrations/slurm/build-plugin.sh [build-dir]   (default: build/slurm)
+# Usage: integrations/slurm/build-plugin.sh [--install DIR] [--test-packages] [build-dir]
+#        (default build-dir: build/slurm)
 # Output: <build-dir>/plugin/preempt_topopreempt.so; then builds and runs tests/test_engine.c.
+# --install DIR: then copies the plugin to DIR/preempt_topopreempt.so (mode 0755), the
+# directory to put first in slurm.conf's PluginDir (docs/slurm.md uses /opt/topopreempt/slurm).
+# --test-packages: also installs slurmdbd and mariadb-server, which tests/run_qos.py needs.
+# Packages installed here get no enabled systemd unit: a build host runs no Slurm daemon.
 # Idempotent: each setup step is skipped when done.
 # Needs root (or sudo) for apt. The source tree stays under <build-dir> (gitignored).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-BUILD="$(mkdir -p "${1:-$ROOT/build/slurm}" && cd "${1:-$ROOT/build/slurm}" && pwd)"
+INSTALL=""
+BUILD_ARG=""
+TEST_PACKAGES=0
+while (($#)); do
+  case "$1" in
+    --install)
+      [[ $# -ge 2 && -n "$2" ]] || { echo "build-plugin: --install needs a directory" >&2; exit 2; }
+      INSTALL="$2"
+      shift 2
+      ;;
+    --test-packages)
+      TEST_PACKAGES=1
+      shift
+      ;;
+    -*) echo "build-plugin: unknown option $1" >&2; exit 2 ;;
+    *)
+      [[ -z "$BUILD_ARG" ]] || { echo "build-plugin: one build directory only" >&2; exit 2; }
+      BUILD_ARG="$1"
+      shift
+      ;;
+  esac
+done
+# PluginDir wants an absolute path.
+[[ -z "$INSTALL" ]] || INSTALL="$(realpath -m "$INSTALL")"
+BUILD="$(mkdir -p "${BUILD_ARG:-$ROOT/build/slurm}" && cd "${BUILD_ARG:-$ROOT/build/slurm}" && pwd)"
 SUDO=()
 ((EUID == 0)) || SUDO=(sudo)
 export DEBIAN_FRONTEND=noninteractive
@@ -22,6 +51,7 @@ step() { printf '[build-plugin %4ds] %s\n' "$SECONDS" "$*"; }
 
 packages=(slurmctld slurmd slurm-client munge libmunge-dev dpkg-dev gcc g++ make
           libeigen3-dev librange-v3-dev python3)
+((TEST_PACKAGES)) && packages+=(slurmdbd mariadb-server)
 missing=()
 for package in "${packages[@]}"; do
   [[ "$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null)" == "install ok installed" ]] ||
@@ -42,6 +72,18 @@ if ((${#missing[@]})); then
   fi
   "${SUDO[@]}" apt-get update -q
   "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # policy-rc.d stops the starts, not the enabling: the packages' postinst still enables their
+  # units, which would start the system's munged, slurmctld and slurmd at the next boot.
+  for unit in munge slurmctld slurmd slurmdbd mariadb; do
+    package="$unit"
+    [[ "$unit" == mariadb ]] && package=mariadb-server
+    [[ " ${missing[*]} " == *" $package "* ]] || continue
+    if command -v systemctl >/dev/null; then
+      "${SUDO[@]}" systemctl disable "$unit.service" >/dev/null 2>&1 || true
+    fi
+    "${SUDO[@]}" rm -f "/etc/systemd/system/multi-user.target.wants/$unit.service"
+    step "left $unit.service disabled"
+  done
   if ((own_policy)); then
     "${SUDO[@]}" rm -f "$policy"
     trap - EXIT
@@ -122,3 +164,8 @@ step "built $BUILD/plugin/preempt_topopreempt.so"
 "$cc" -O2 -g -Wall -Wextra -Werror -I"$HERE/src" "$HERE/tests/test_engine.c" \
   "$BUILD/obj/tp_slurm_engine.o" -lstdc++ -lm -o "$BUILD/obj/test_engine"
 "$BUILD/obj/test_engine"
+
+if [[ -n "$INSTALL" ]]; then
+  "${SUDO[@]}" install -D -m 0755 "$BUILD/plugin/preempt_topopreempt.so" "$INSTALL/preempt_topopreempt.so"
+  step "installed $INSTALL/preempt_topopreempt.so (slurm.conf: PluginDir=$INSTALL:<Slurm's own plugin directory>)"
+fi

@@ -8,8 +8,9 @@
  * cores, GPUs with their indexes, switches, running jobs and exactly what they hold) into the
  * plain data of tp_slurm_bridge.h, let the C++ planner compute and verify a minimum-cost plan
  * once per (preemptor, state), and then call preemptable exactly the plan's victims, ranked
- * first. Whenever no plan applies (an option we cannot model, an error) we answer as
- * preempt/partition_prio does, so the plugin never makes Slurm worse than stock.
+ * first. Whenever no plan applies (an option we cannot model, a plan the job could not start
+ * on, an error) we answer as preempt/partition_prio does, so the plugin never makes Slurm worse
+ * than stock.
  *
  * This file reads slurmctld's internal structures, so it must be compiled against the headers
  * of the exact Slurm source the running slurmctld was built from (build-plugin.sh does).
@@ -35,7 +36,9 @@
 #include "src/common/slurm_topology.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
+#include "src/slurmctld/node_scheduler.h"
 #include "src/slurmctld/preempt.h"
+#include "src/slurmctld/reservation.h"
 #include "src/slurmctld/slurmctld.h"
 #include "tp_slurm_bridge.h"
 // clang-format on
@@ -56,10 +59,23 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 static tp_engine_t* engine = NULL;
 
-/* The plan in force: for which preemptor (pointer and id), on which state. */
+/* The plan in force: for which preemptor (pointer and id). The engine caches plans per job. */
 static job_record_t* plan_preemptor = NULL;
 static uint32_t plan_preemptor_id = 0;
 static tp_plan_kind_t plan_kind = TP_PLAN_NONE;
+
+/* Why a job gets stock behaviour; logged once per job and reason at info level. */
+static void _stock(job_record_t* job_ptr, const char* reason) {
+  if (engine) tp_engine_tell_stock(engine, job_ptr->job_id, reason);
+}
+
+static bool _memory_modelled(void) { return (slurm_conf.select_type_param & CR_MEMORY) != 0; }
+
+/* --exclusive (share_res 0 or whole_node WHOLE_NODE_REQUIRED): the job owns its nodes. */
+static bool _exclusive(job_record_t* job_ptr) {
+  return job_ptr->details &&
+         ((job_ptr->details->share_res == 0) || (job_ptr->details->whole_node == WHOLE_NODE_REQUIRED));
+}
 
 static void _log(int severity, const char* message) {
   if (severity >= 2)
@@ -70,23 +86,59 @@ static void _log(int severity, const char* message) {
     debug("%s: %s", plugin_type, message);
 }
 
-/* ---- stock behaviour: exactly preempt/partition_prio's answers --------------------------- */
+/* ---- stock behaviour: exactly preempt/partition_prio's (or, with `relation = qos`,
+ * preempt/qos's) answers ------------------------------------------------------------------ */
+
+/* topopreempt.conf `relation = qos`: who may preempt whom comes from QOS Preempt=. */
+static bool use_qos = false;
+
+static uint16_t _qos_preempt_mode(job_record_t* job_ptr) {
+  uint16_t mode = (job_ptr->qos_ptr && job_ptr->qos_ptr->preempt_mode) ? job_ptr->qos_ptr->preempt_mode
+                                                                        : slurm_conf.preempt_mode;
+  return mode & ~PREEMPT_MODE_GANG & ~PREEMPT_MODE_WITHIN;
+}
+
+/* preempt/qos's preemptable: the preemptor's QOS lists the preemptee's (or, within one QOS,
+ * PreemptMode=WITHIN and a higher job priority). */
+static bool _qos_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
+  slurmdb_qos_rec_t* qos_ee = preemptee->qos_ptr;
+  slurmdb_qos_rec_t* qos_or = preemptor->qos_ptr;
+
+  if (!qos_ee || !qos_or) return false;
+  if (qos_or->id == qos_ee->id) {
+    if ((qos_or->preempt_mode & PREEMPT_MODE_WITHIN) || (slurm_conf.preempt_mode & PREEMPT_MODE_WITHIN))
+      return preemptor->priority > preemptee->priority;
+    return false;
+  }
+  return qos_or->preempt_bitstr && bit_test(qos_or->preempt_bitstr, qos_ee->id);
+}
+
+static uint32_t _qos_prio(job_record_t* job_ptr) {
+  uint32_t prio = 0;
+
+  if (job_ptr->qos_ptr)
+    prio = (job_ptr->qos_ptr->priority >= 0xffff) ? (0xffffU << 16) : (job_ptr->qos_ptr->priority << 16);
+  return prio + ((job_ptr->node_cnt >= 0xffff) ? 0xffff : job_ptr->node_cnt);
+}
 
 static uint16_t _job_preempt_mode(job_record_t* job_ptr) {
   part_record_t* part_ptr = job_ptr->part_ptr;
 
+  if (use_qos) return _qos_preempt_mode(job_ptr);
   if (part_ptr && (part_ptr->preempt_mode != NO_VAL16))
     return (part_ptr->preempt_mode & (~PREEMPT_MODE_GANG));
   return (slurm_conf.preempt_mode & (~PREEMPT_MODE_GANG));
 }
 
 static uint32_t _stock_prio(job_record_t* job_ptr) {
+  if (use_qos) return _qos_prio(job_ptr);
   uint32_t job_prio = job_ptr->part_ptr ? (job_ptr->part_ptr->priority_tier << 16) : 0;
 
   return job_prio + ((job_ptr->node_cnt >= 0xffff) ? 0xffff : job_ptr->node_cnt);
 }
 
 static bool _stock_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
+  if (use_qos) return _qos_preemptable(preemptee, preemptor);
   if (!preemptee->part_ptr || !preemptor->part_ptr ||
       (preemptee->part_ptr->priority_tier >= preemptor->part_ptr->priority_tier) ||
       (preemptee->part_ptr->preempt_mode == PREEMPT_MODE_OFF))
@@ -116,11 +168,12 @@ static uint64_t _fnv(uint64_t hash, uint64_t value) {
   return hash;
 }
 
-/* Identifies the state a plan depends on: every job holding resources, and what it is. */
+/* Identifies the state a plan depends on: every job holding resources, and what it is, and
+ * the nodes (their states and configuration change last_node_update). */
 static uint64_t _fingerprint(job_record_t* preemptor) {
   uint64_t hash = 0xcbf29ce484222325ULL;
 
-  hash = _fnv(hash, preemptor->job_id);
+  (void)preemptor;
   for (struct listNode* p = _job_list_head(); p; p = p->next) {
     job_record_t* job_ptr = p->data;
 
@@ -217,6 +270,7 @@ static int _read_nodes(snapshot_buffers_t* b) {
       continue;
     }
     node->name = node_ptr->name;
+    node->memory_mb = (int64_t)node_ptr->real_memory - (int64_t)node_ptr->mem_spec_limit;
     node->sockets = node_ptr->tot_sockets;
     node->cores_per_socket = node_ptr->cores;
     if (node->sockets > TP_MAX_SOCKETS) {
@@ -264,13 +318,28 @@ static tp_holding_t* _new_holding(snapshot_buffers_t* b) {
   return &b->holdings[b->holding_count++];
 }
 
-static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr) {
+/* The model's priority of a job: partition PriorityTier, plus the QOS priority with
+ * `relation = qos`. It is the priority_weighted cost (plus priority_offset). */
+static int _model_priority(job_record_t* job_ptr) {
+  int tier = job_ptr->part_ptr ? job_ptr->part_ptr->priority_tier : 0;
+
+  if (use_qos && job_ptr->qos_ptr) return tier + (int)MIN(job_ptr->qos_ptr->priority, 0xffffU);
+  return tier;
+}
+
+/* With `relation = qos`, who may be preempted depends on the preemptor's QOS, not on an order
+ * of priorities: the preemptor then outranks everyone in the model, and each job is
+ * preemptible exactly when preempt/qos would let this preemptor preempt it. */
+#define TP_QOS_PREEMPTOR_PRIORITY 0x40000000
+
+static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr, job_record_t* preemptor) {
   job_resources_t* res = job_ptr->job_resrcs;
   gres_state_t* gpu = _find_gpu_gres(job_ptr->gres_list_alloc);
   gres_job_state_t* gpu_state = gpu ? gpu->gres_data : NULL;
   tp_job_t* job;
   int job_node = 0;
   uint16_t mode = _job_preempt_mode(job_ptr);
+  bool whole_node = _exclusive(job_ptr);
 
   if (b->job_count == b->job_capacity) {
     b->job_capacity = b->job_capacity ? 2 * b->job_capacity : 32;
@@ -280,11 +349,13 @@ static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr) {
   job->job_id = job_ptr->job_id;
   job->name = job_ptr->name ? job_ptr->name : "";
   job->partition = job_ptr->part_ptr ? job_ptr->part_ptr->name : "";
-  job->priority = job_ptr->part_ptr ? job_ptr->part_ptr->priority_tier : 0;
+  job->priority = _model_priority(job_ptr);
   /* cons_tres can only take REQUEUE and CANCEL victims out of its simulated cluster. */
-  job->preemptible = job_ptr->part_ptr && (job_ptr->part_ptr->preempt_mode != PREEMPT_MODE_OFF) &&
-                     ((mode == PREEMPT_MODE_REQUEUE) || (mode == PREEMPT_MODE_CANCEL)) &&
-                     !job_ptr->het_job_id && !IS_JOB_SUSPENDED(job_ptr);
+  job->preemptible = ((mode == PREEMPT_MODE_REQUEUE) || (mode == PREEMPT_MODE_CANCEL)) &&
+                     !job_ptr->het_job_id && !IS_JOB_SUSPENDED(job_ptr) &&
+                     (use_qos ? _qos_preemptable(job_ptr, preemptor)
+                              : (job_ptr->part_ptr &&
+                                 (job_ptr->part_ptr->preempt_mode != PREEMPT_MODE_OFF)));
   job->start_time = (double)job_ptr->start_time;
   job->first_holding = b->holding_count;
 
@@ -297,11 +368,23 @@ static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr) {
     if (!node_ptr) return -1;
     holding = _new_holding(b);
     holding->node = n;
+    if (whole_node) {
+      /* cons_tres lets no other job onto an --exclusive job's node: it holds all of it. */
+      tp_node_t* node = &b->nodes[n];
+      for (int s = 0; (s < node->sockets) && (s < TP_MAX_SOCKETS); s++)
+        holding->cores_on_socket[s] = node->cores_per_socket;
+      holding->gpu_mask = (node->gpus >= 64) ? ~UINT64_C(0) : ((UINT64_C(1) << node->gpus) - 1);
+      holding->memory_mb = node->memory_mb;
+      job_node++;
+      continue;
+    }
     for (int s = 0; s < node_ptr->tot_sockets; s++) {
       for (int c = 0; c < node_ptr->cores; c++) {
         if (get_job_resources_bit(res, job_node, s, c) == 1) holding->cores_on_socket[s]++;
       }
     }
+    if (res->memory_allocated && (job_node < (int)res->nhosts))
+      holding->memory_mb = (int64_t)res->memory_allocated[job_node];
     if (gpu_state && gpu_state->gres_bit_alloc && (job_node < (int)gpu_state->node_cnt) &&
         gpu_state->gres_bit_alloc[job_node]) {
       bitstr_t* gpus = gpu_state->gres_bit_alloc[job_node];
@@ -315,77 +398,139 @@ static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr) {
   return 0;
 }
 
-static int _read_jobs(snapshot_buffers_t* b) {
+static int _read_jobs(snapshot_buffers_t* b, job_record_t* preemptor) {
   for (struct listNode* p = _job_list_head(); p; p = p->next) {
     job_record_t* job_ptr = p->data;
 
     if (!job_ptr || !_holds_resources(job_ptr)) continue;
-    if (_read_job(b, job_ptr)) return -1;
+    if (_read_job(b, job_ptr, preemptor)) return -1;
   }
   return 0;
 }
 
 /* ---- the pending job's request ------------------------------------------------------------ */
 
-/* Returns 0 and fills `request` when the job's options map onto the model, else -1 (and says
- * why at debug level: such a job gets stock behaviour). */
-static int _read_request(job_record_t* job_ptr, tp_request_t* request) {
+static uint32_t _max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+/* Nodes the job may use, one flag per node in `eligible` (node_record_count entries): its
+ * partition's nodes that are not DOWN/DRAINED, minus `-x` and what backfill excludes (backfill
+ * puts the nodes it reserves for other jobs into exc_node_bitmap before select_nodes, an empty
+ * bitmap included), within `-w` and the nodes its reservation (or the absence of one) allows,
+ * and with its --constraint features. Returns NULL, or the reason it cannot be mapped. */
+static const char* _eligible_nodes(job_record_t* job_ptr, uint32_t nodes, unsigned char* eligible) {
+  struct job_details* details = job_ptr->details;
+  bitstr_t *usable, *resv_nodes = NULL, *resv_cores = NULL;
+  const char* why = NULL;
+  time_t when = time(NULL);
+  bool resv_overlap = false, has_xor = false;
+
+  if (!job_ptr->part_ptr || !job_ptr->part_ptr->node_bitmap) return "no partition";
+  usable = bit_copy(job_ptr->part_ptr->node_bitmap);
+  if (avail_node_bitmap) bit_and(usable, avail_node_bitmap);
+  if (details->exc_node_bitmap) bit_and_not(usable, details->exc_node_bitmap);
+  if (details->req_node_bitmap) {
+    /* -w names the nodes to use; with as many nodes as the job needs they are its nodes. */
+    if (bit_set_count(details->req_node_bitmap) != (int)nodes)
+      why = "-w/--nodelist with fewer nodes than the job's node count";
+    else
+      bit_and(usable, details->req_node_bitmap);
+  }
+  if (!why) {
+    int rc = job_test_resv(job_ptr, &when, false, &resv_nodes, &resv_cores, &resv_overlap, false);
+    if (rc != SLURM_SUCCESS)
+      why = "its reservation does not allow a start now";
+    else if (resv_cores && (bit_set_count(resv_cores) > 0))
+      why = "a reservation of part of a node's cores";
+    else if (resv_nodes)
+      bit_and(usable, resv_nodes);
+  }
+  if (!why && (details->features || details->features_use)) {
+    if ((valid_feature_counts(job_ptr, true, usable, &has_xor) != SLURM_SUCCESS) || has_xor)
+      why = "--constraint with node counts, XOR or brackets";
+  }
+  for (int i = 0; !why && (i < node_record_count); i++) eligible[i] = bit_test(usable, i) ? 1 : 0;
+  FREE_NULL_BITMAP(usable);
+  FREE_NULL_BITMAP(resv_nodes);
+  FREE_NULL_BITMAP(resv_cores);
+  return why;
+}
+
+/* Fills `request` when the job's options map onto the model and returns NULL, else returns
+ * why not (such a job gets stock behaviour). `eligible` has node_record_count entries. */
+static const char* _read_request(job_record_t* job_ptr, tp_request_t* request,
+                                 unsigned char* eligible) {
   struct job_details* details = job_ptr->details;
   gres_state_t* gpu = _find_gpu_gres(job_ptr->gres_list_req);
   gres_job_state_t* gpu_state = gpu ? gpu->gres_data : NULL;
   uint16_t sockets_per_node = NO_VAL16;
+  uint32_t nodes, cores;
+  uint16_t tasks_per_node;
+  const char* why;
 
   memset(request, 0, sizeof(*request));
   request->job_id = job_ptr->job_id;
   request->name = job_ptr->name ? job_ptr->name : "";
-  request->priority = job_ptr->part_ptr ? job_ptr->part_ptr->priority_tier : 0;
-  if (!details || job_ptr->het_job_id) {
-    debug("%s: %pJ: no details or a hetjob; stock behaviour", plugin_type, job_ptr);
-    return -1;
-  }
-  /* The model lets a job use any node: node lists, features, reservations and partitions
-   * over part of the cluster would make a plan Slurm cannot carry out. */
-  if (details->req_node_bitmap || details->exc_node_bitmap || details->features ||
-      job_ptr->resv_ptr || !job_ptr->part_ptr || !job_ptr->part_ptr->node_bitmap ||
-      (bit_set_count(job_ptr->part_ptr->node_bitmap) != node_record_count)) {
-    debug(
-        "%s: %pJ: node list, features, reservation or a partition over part of the cluster; "
-        "stock behaviour",
-        plugin_type, job_ptr);
-    return -1;
-  }
-  if ((details->min_nodes < 1) || (details->max_nodes != details->min_nodes)) {
-    debug("%s: %pJ: node count is a range (%u-%u); stock behaviour", plugin_type, job_ptr,
-          details->min_nodes, details->max_nodes);
-    return -1;
-  }
-  request->nodes = details->min_nodes;
+  request->priority = use_qos ? TP_QOS_PREEMPTOR_PRIORITY : _model_priority(job_ptr);
+  if (!details || job_ptr->het_job_id) return "no details or a hetjob";
+  /* max_nodes 0 means -N was not given: Slurm may use any count from min_nodes up, and a plan
+   * that lets the job start on min_nodes nodes lets Slurm start it. */
+  if ((details->min_nodes < 1) || (details->max_nodes && (details->max_nodes != details->min_nodes)))
+    return "node count is a range (-N<min>-<max>)";
+  nodes = details->min_nodes;
+  request->nodes = (int)nodes;
+  if (details->whole_node && (details->whole_node != WHOLE_NODE_REQUIRED))
+    return "--exclusive=user or --exclusive=mcs";
+  request->exclusive = _exclusive(job_ptr) ? 1 : 0;
+  tasks_per_node = ((details->ntasks_per_node != 0) && (details->ntasks_per_node != NO_VAL16))
+                       ? details->ntasks_per_node
+                       : 0;
   if (details->mc_ptr) sockets_per_node = details->mc_ptr->sockets_per_node;
   if (gpu_state && gpu_state->gres_per_socket && (sockets_per_node == 1)) {
     request->gpus_per_node = gpu_state->gres_per_socket;
     request->replica_scope = TP_SCOPE_SOCKET;
   } else if (gpu_state && gpu_state->gres_per_socket) {
-    debug("%s: %pJ: --gpus-per-socket without --sockets-per-node=1; stock behaviour", plugin_type,
-          job_ptr);
-    return -1;
+    return "--gpus-per-socket without --sockets-per-node=1";
   } else if (gpu_state && gpu_state->gres_per_node) {
-    request->gpus_per_node = gpu_state->gres_per_node;
-  } else if (gpu_state && gpu_state->gres_per_job &&
-             (gpu_state->gres_per_job % request->nodes == 0)) {
-    request->gpus_per_node = gpu_state->gres_per_job / request->nodes;
+    request->gpus_per_node = gpu_state->gres_per_node; /* --gpus-per-node, --gres=gpu:N */
+  } else if (gpu_state && gpu_state->gres_per_task && tasks_per_node) {
+    request->gpus_per_node = gpu_state->gres_per_task * tasks_per_node;
+  } else if (gpu_state && gpu_state->gres_per_task && details->num_tasks &&
+             (details->num_tasks % nodes == 0)) {
+    request->gpus_per_node = gpu_state->gres_per_task * (details->num_tasks / nodes);
+  } else if (gpu_state && gpu_state->gres_per_job && (gpu_state->gres_per_job % nodes == 0)) {
+    request->gpus_per_node = gpu_state->gres_per_job / nodes; /* --gpus=G */
   } else if (gpu_state) {
-    debug("%s: %pJ: GPU request not evenly spread over its nodes; stock behaviour", plugin_type,
-          job_ptr);
-    return -1;
+    return "GPU request not evenly spread over its nodes";
   }
-  /* Whole cores, spread evenly; rounding up keeps the plan sufficient. */
-  request->cores_per_node = (details->min_cpus + request->nodes - 1) / request->nodes;
+  /* Whole cores on each node (one CPU = one core), the most any option asks for; rounding up
+   * keeps the plan sufficient. */
+  cores = (details->min_cpus + nodes - 1) / nodes;
+  cores = _max_u32(cores, details->pn_min_cpus);
+  if (tasks_per_node)
+    cores = _max_u32(cores, (uint32_t)tasks_per_node *
+                                ((details->cpus_per_task && (details->cpus_per_task != NO_VAL16))
+                                     ? details->cpus_per_task
+                                     : 1));
+  if (gpu_state && gpu_state->cpus_per_gres && (gpu_state->cpus_per_gres != NO_VAL16))
+    cores = _max_u32(cores, (uint32_t)gpu_state->cpus_per_gres * (uint32_t)request->gpus_per_node);
+  request->cores_per_node = (int)cores;
+  if (_memory_modelled() && !request->exclusive) {
+    uint64_t memory = details->pn_min_memory;
+    if (gpu_state && gpu_state->mem_per_gres && (gpu_state->mem_per_gres != NO_VAL64))
+      request->memory_per_node_mb = (int64_t)(gpu_state->mem_per_gres * request->gpus_per_node);
+    else if (memory & MEM_PER_CPU)
+      request->memory_per_node_mb = (int64_t)((memory & ~MEM_PER_CPU) * cores);
+    else if ((memory == 0) || (memory == NO_VAL64))
+      return "--mem=0 or no memory request with CR_Memory (all of a node's memory)";
+    else
+      request->memory_per_node_mb = (int64_t)memory;
+  }
   request->one_switch = (job_ptr->req_switch == 1);
-  if (job_ptr->req_switch > 1) {
-    debug("%s: %pJ: --switches=%u; stock behaviour", plugin_type, job_ptr, job_ptr->req_switch);
-    return -1;
-  }
-  return 0;
+  if (job_ptr->req_switch > 1) return "--switches greater than 1";
+  if ((why = _eligible_nodes(job_ptr, nodes, eligible))) return why;
+  request->eligible = eligible;
+  request->exc_node_bitmap = details->exc_node_bitmap ? 1 : 0;
+  return NULL;
 }
 
 static int _lower_preemptible_partition(void* x, void* key) {
@@ -401,18 +546,39 @@ static int _lower_preemptible_partition(void* x, void* key) {
 /* Whether any partition could hold a victim of `preemptor`: pending jobs of the lowest tier
  * (most of a queue) then cost nothing. part_list is not the list being iterated. */
 static bool _may_preempt_anyone(job_record_t* preemptor) {
+  if (use_qos)
+    return preemptor->qos_ptr && preemptor->qos_ptr->preempt_bitstr &&
+           (bit_set_count(preemptor->qos_ptr->preempt_bitstr) > 0);
   return preemptor->part_ptr && part_list &&
          list_find_first_ro(part_list, _lower_preemptible_partition, preemptor->part_ptr);
 }
 
-/* Makes the plan for `preemptor` current: recomputed when the preemptor or the state changed
- * (the engine caches by fingerprint, so an unchanged state costs one walk of job_list). */
+/* With `relation = partition_prio`, QOS Preempt= relations are not followed (docs/slurm.md,
+ * "QOS preemption"): a site that preempts by QOS must hear it, at error level, the first time
+ * a job with such a QOS asks. */
+static void _warn_qos_relations(job_record_t* preemptor) {
+  static bool warned = false;
+  slurmdb_qos_rec_t* qos = preemptor->qos_ptr;
+
+  if (use_qos || warned || !qos || !qos->preempt_bitstr || (bit_set_count(qos->preempt_bitstr) == 0)) return;
+  warned = true;
+  error(
+      "%s: QOS %s of %pJ has Preempt= relations, which are not followed: preemption follows "
+      "partition PriorityTier; set 'relation = qos' in topopreempt.conf for QOS preemption",
+      plugin_type, qos->name ? qos->name : "?", preemptor);
+}
+
+/* Makes the plan for `preemptor` current: the engine's cached plan when the job's request and
+ * the state are unchanged (one walk of job_list for the fingerprint), else a new one. */
 static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
   snapshot_buffers_t b = {0};
   tp_snapshot_t snapshot;
   tp_request_t request;
   uint64_t fingerprint;
   struct listNode* head = _job_list_head();
+  unsigned char* eligible;
+  const char* why;
+  int cached;
 
   /* Within one list_for_each pass the state cannot change (we hold the locks): only the
    * pass's first call, or a new preemptor, needs to look at the cluster again. */
@@ -422,13 +588,26 @@ static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
   plan_preemptor = preemptor;
   plan_preemptor_id = preemptor->job_id;
   plan_kind = TP_PLAN_NONE;
-  if (!engine || !head || !_may_preempt_anyone(preemptor) || _read_request(preemptor, &request))
+  _warn_qos_relations(preemptor);
+  if (!engine || !head || !_may_preempt_anyone(preemptor)) return;
+  eligible = xcalloc(node_record_count + 1, 1);
+  if ((why = _read_request(preemptor, &request, eligible))) {
+    _stock(preemptor, why);
+    xfree(eligible);
     return;
+  }
   fingerprint = _fingerprint(preemptor);
+  cached = tp_engine_use_cached(engine, &request, node_record_count, fingerprint);
+  if (cached >= 0) {
+    plan_kind = (tp_plan_kind_t)cached;
+    xfree(eligible);
+    return;
+  }
   _read_switches(&b);
-  if (_read_nodes(&b) || _read_jobs(&b)) {
+  if (_read_nodes(&b) || _read_jobs(&b, preemptor)) {
     error("%s: could not read the cluster state; stock behaviour for %pJ", plugin_type, preemptor);
     _free_buffers(&b);
+    xfree(eligible);
     return;
   }
   snapshot.switches = b.switches;
@@ -440,8 +619,10 @@ static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
   snapshot.holdings = b.holdings;
   snapshot.holding_count = b.holding_count;
   snapshot.now = (double)time(NULL);
+  snapshot.memory_modelled = _memory_modelled() ? 1 : 0;
   plan_kind = tp_engine_plan(engine, &snapshot, &request, fingerprint);
   _free_buffers(&b);
+  xfree(eligible);
 }
 
 /* ---- the plugin API ----------------------------------------------------------------------- */
@@ -457,6 +638,7 @@ extern int init(void) {
         plugin_type, config);
   else
     verbose("%s loaded (configuration %s)", plugin_type, config);
+  use_qos = engine && tp_engine_relation_is_qos(engine);
   xfree(config);
   return SLURM_SUCCESS;
 }
@@ -464,10 +646,12 @@ extern int init(void) {
 extern void fini(void) {
   tp_engine_destroy(engine);
   engine = NULL;
+  use_qos = false;
   plan_preemptor = NULL;
 }
 
 extern bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor, job_queue_rec_t* preemptee) {
+  if (use_qos) return _qos_preemptable(preemptee->job_ptr, preemptor->job_ptr);
   return preemptor->part_ptr && preemptee->part_ptr &&
          bit_overlap_any(preemptor->part_ptr->node_bitmap, preemptee->part_ptr->node_bitmap) &&
          (preemptor->part_ptr->priority_tier > preemptee->part_ptr->priority_tier);
@@ -481,8 +665,6 @@ extern bool preempt_p_preemptable(job_record_t* preemptee, job_record_t* preempt
   switch (plan_kind) {
     case TP_PLAN_VICTIMS:
       return tp_engine_victim_rank(engine, preemptee->job_id) >= 0;
-    case TP_PLAN_NOTHING:
-      return false;
     case TP_PLAN_NONE:
     default:
       return true;
@@ -506,7 +688,10 @@ extern int preempt_p_get_data(job_record_t* job_ptr, slurm_preempt_data_type_t d
       (*(uint32_t*)data) = (rank >= 0) ? (uint32_t)rank : _stock_prio(job_ptr);
       break;
     case PREEMPT_DATA_GRACE_TIME:
-      (*(uint32_t*)data) = job_ptr->part_ptr ? job_ptr->part_ptr->grace_time : 0;
+      if (use_qos)
+        (*(uint32_t*)data) = job_ptr->qos_ptr ? job_ptr->qos_ptr->grace_time : 0;
+      else
+        (*(uint32_t*)data) = job_ptr->part_ptr ? job_ptr->part_ptr->grace_time : 0;
       break;
     default:
       error("%s: unknown enum %d", __func__, data_type);

@@ -36,13 +36,16 @@ typedef struct {
   int cores_per_socket;
   int gpus;
   int gpu_socket[TP_MAX_GPUS];
+  int64_t memory_mb; /* RealMemory - MemSpecLimit; read only when the snapshot models memory */
 } tp_node_t;
 
-/* What one running job holds on one node: exact GPU indexes and cores per socket. */
+/* What one running job holds on one node: exact GPU indexes, cores per socket and memory. An
+ * --exclusive job holds its whole node (every GPU, core and megabyte). */
 typedef struct {
   int node;
   uint64_t gpu_mask;
   int cores_on_socket[TP_MAX_SOCKETS];
+  int64_t memory_mb;
 } tp_holding_t;
 
 /* A running job. Its holdings are `holdings[first_holding .. first_holding + holding_count)`. */
@@ -67,7 +70,8 @@ typedef struct {
   int job_count;
   const tp_holding_t* holdings;
   int holding_count;
-  double now; /* seconds since the epoch */
+  double now;          /* seconds since the epoch */
+  int memory_modelled; /* SelectTypeParameters has CR_Memory: memory is a per-node resource */
 } tp_snapshot_t;
 
 /* Where a pending job must land, translated from its Slurm options. */
@@ -84,13 +88,18 @@ typedef struct {
   int gpus_per_node;  /* whole GPUs on each node */
   int cores_per_node; /* cores on each node (one CPU = one core; threads are not modelled) */
   tp_replica_scope_t replica_scope;
-  int one_switch; /* --switches=1: all nodes under one leaf switch */
+  int one_switch;        /* --switches=1: all nodes under one leaf switch */
+  int exclusive;         /* --exclusive: each node whole (no other job may stay on it) */
+  int64_t memory_per_node_mb; /* when the snapshot models memory */
+  /* Nodes the job may use (partition, -w, -x, backfill's exclusions, --constraint,
+   * reservations, DOWN/DRAIN), one flag per snapshot node; NULL: every node. */
+  const unsigned char* eligible;
+  int exc_node_bitmap; /* Slurm's exc_node_bitmap was set (-x, or backfill's _start_job); logged */
 } tp_request_t;
 
 typedef enum {
   TP_PLAN_NONE = 0,    /* no plan: answer as preempt/partition_prio does */
   TP_PLAN_VICTIMS = 1, /* preempt exactly the victims, in rank order */
-  TP_PLAN_NOTHING = 2, /* infeasible: preempting cannot help, so preempt nothing */
 } tp_plan_kind_t;
 
 typedef void (*tp_log_fn)(int severity /* 0 debug, 1 info, 2 error */, const char* message);
@@ -102,14 +111,31 @@ typedef struct tp_engine tp_engine_t;
 tp_engine_t* tp_engine_create(const char* config_path, tp_log_fn log);
 void tp_engine_destroy(tp_engine_t* engine);
 
-/* Plans for `request` on `snapshot`, or reuses the cached plan when neither changed since the
- * last call. `fingerprint` identifies the state (the caller hashes what it read). Never throws:
- * every error is logged and yields TP_PLAN_NONE. */
+/* Makes the cached plan of `request`'s job current if it was made for the same request on the
+ * state `fingerprint` (the caller's hash of what it would read) and returns its kind; else
+ * returns -1 and the caller reads the cluster and calls tp_engine_plan. Plans are cached per job, so a
+ * scheduler pass that alternates between pending jobs solves each of them once per state. */
+int tp_engine_use_cached(tp_engine_t* engine, const tp_request_t* request, int node_count,
+                         uint64_t fingerprint);
+
+/* Plans for `request` on `snapshot`, checks the plan against every constraint Slurm's
+ * select/cons_tres enforces that the snapshot describes (the job must start once the victims
+ * are gone), caches it, and makes it current. A plan is imposed (TP_PLAN_VICTIMS) only when
+ * it is valid, verified and passes that check; otherwise the answer is TP_PLAN_NONE (stock).
+ * Never throws: every error is logged and yields TP_PLAN_NONE. */
 tp_plan_kind_t tp_engine_plan(tp_engine_t* engine, const tp_snapshot_t* snapshot,
                               const tp_request_t* request, uint64_t fingerprint);
 
+/* 1 when topopreempt.conf says `relation = qos` (who may preempt whom comes from QOS Preempt=,
+ * as preempt/qos decides), 0 for `relation = partition_prio` (the default). */
+int tp_engine_relation_is_qos(const tp_engine_t* engine);
+
 /* Rank (0 = first) of `job_id` among the victims of the current plan, or -1. */
 int tp_engine_victim_rank(const tp_engine_t* engine, uint32_t job_id);
+
+/* Logs at info level that `job_id` gets stock behaviour and why, once per job and reason
+ * (a scheduler asks about a pending job in every pass). */
+void tp_engine_tell_stock(tp_engine_t* engine, uint32_t job_id, const char* reason);
 
 #ifdef __cplusplus
 }

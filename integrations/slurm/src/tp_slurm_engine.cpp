@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
 // The planner behind preempt/topopreempt: builds a topopreempt `Topology` and `Allocation` from
 // the plain-data snapshot the C side read out of slurmctld, solves, verifies the plan with the
-// library's independent verifier, logs it, and remembers it until the state changes.
+// library's independent verifier, checks that Slurm's select/cons_tres would start the job once
+// the victims are gone, logs it, and remembers it per job until the state changes.
 // Every entry point catches everything: an exception must never unwind into slurmctld.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <map>
@@ -15,6 +18,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
@@ -38,12 +43,35 @@ struct Config {
   std::int64_t time_limit_ms = 500;              // branch_and_bound only
   std::uint64_t node_limit = 200000;             // branch_and_bound only
   std::string plan_log;                          // JSON lines, one per plan; empty: none
+  std::string relation = "partition_prio";       // partition_prio | qos: who may preempt whom
 };
 
 std::string trim(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\r");
   if (first == std::string::npos) return "";
   return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+/// The whole of `value` as a number of type T, else "not a number" naming the key: a library
+/// conversion's own message (`stoll`) means nothing to an administrator.
+template <class T>
+T parse_number(const std::string& key, const std::string& value) {
+  errno = 0;
+  char* end = nullptr;
+  T result{};
+  if constexpr (std::is_floating_point_v<T>) {
+    result = static_cast<T>(std::strtod(value.c_str(), &end));
+  } else if constexpr (std::is_signed_v<T>) {
+    result = static_cast<T>(std::strtoll(value.c_str(), &end, 10));
+  } else {
+    if (value.find('-') != std::string::npos) throw std::invalid_argument(key + " must be > 0");
+    result = static_cast<T>(std::strtoull(value.c_str(), &end, 10));
+  }
+  if (value.empty() || end == value.c_str() || *end != '\0') {
+    throw std::invalid_argument(key + " is not a number");
+  }
+  if (errno == ERANGE) throw std::invalid_argument(key + " is out of range");
+  return result;
 }
 
 Config read_config(const char* path) {
@@ -75,18 +103,23 @@ Config read_config(const char* path) {
         }
         config.cost_model = value;
       } else if (key == "priority_offset") {
-        config.priority_offset = std::stod(value);
-        if (!(config.priority_offset >= 0)) throw std::invalid_argument("must be >= 0");
+        config.priority_offset = parse_number<double>(key, value);
+        if (!(config.priority_offset >= 0)) throw std::invalid_argument(key + " must be >= 0");
       } else if (key == "time_limit_ms") {
-        config.time_limit_ms = std::stoll(value);
-        if (config.time_limit_ms <= 0) throw std::invalid_argument("must be > 0");
+        config.time_limit_ms = parse_number<std::int64_t>(key, value);
+        if (config.time_limit_ms <= 0) throw std::invalid_argument(key + " must be > 0");
       } else if (key == "node_limit") {
-        config.node_limit = std::stoull(value);
-        if (config.node_limit == 0) throw std::invalid_argument("must be > 0");
+        config.node_limit = parse_number<std::uint64_t>(key, value);
+        if (config.node_limit == 0) throw std::invalid_argument(key + " must be > 0");
+      } else if (key == "relation") {
+        if (value != "partition_prio" && value != "qos") {
+          throw std::invalid_argument("relation must be partition_prio or qos");
+        }
+        config.relation = value;
       } else if (key == "plan_log") {
         config.plan_log = value;
       } else {
-        throw std::invalid_argument("unknown key");
+        throw std::invalid_argument("unknown key '" + key + "'");
       }
     } catch (const std::exception& error) {
       throw std::invalid_argument(where + "'" + key + " = " + value + "': " + error.what());
@@ -125,6 +158,7 @@ struct Model {
   std::shared_ptr<const tp::Topology> topology;
   std::unique_ptr<tp::Allocation> state;
   bool has_switches = false;
+  bool memory = false;  // a pooled `memory` dimension (MB) on every node
   std::map<std::uint32_t, int> gpu_index;          // device domain -> GPU index on its node
   std::map<std::uint32_t, std::string> node_name;  // host domain -> Slurm node name
 };
@@ -139,8 +173,19 @@ std::string switch_level_name(int level) {
   return level == 0 ? std::string("switch") : "switch" + std::to_string(level);
 }
 
-Model build_model(const tp_snapshot_t& snapshot) {
+/// A request the model cannot express: the job gets stock behaviour, told at info level.
+struct unmappable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Whether the request may use snapshot node `n`.
+bool eligible(const tp_request_t& request, int n) {
+  return request.eligible == nullptr || request.eligible[n] != 0;
+}
+
+Model build_model(const tp_snapshot_t& snapshot, const tp_request_t& request) {
   Model model;
+  model.memory = snapshot.memory_modelled != 0;
   int top_level = -1;
   for (int s = 0; s < snapshot.switch_count; ++s) {
     top_level = std::max(top_level, snapshot.switches[s].level);
@@ -151,9 +196,14 @@ Model build_model(const tp_snapshot_t& snapshot) {
   // `node_slot` (1 per node, demanded by the preemptor only) keeps two replicas of a Slurm job
   // off one node: `-N2` means two distinct nodes, and topopreempt has no anti-affinity of its
   // own (a gang's replicas may share a host). Running jobs hold none, so nodes stay shared.
-  tp::ResourceSchema schema({{"gpu", tp::ResourceKind::device},
-                             {"core", tp::ResourceKind::pooled},
-                             {"node_slot", tp::ResourceKind::pooled}});
+  // A node the preemptor may not use (partition, -x, backfill's reservations, features...)
+  // gets no slot at all, so no replica lands there while its running jobs still count.
+  std::vector<tp::ResourceDimension> dimensions = {
+      {"gpu", tp::ResourceKind::device},
+      {"core", tp::ResourceKind::pooled},
+      {"node_slot", tp::ResourceKind::pooled}};
+  if (model.memory) dimensions.push_back({"memory", tp::ResourceKind::pooled});
+  tp::ResourceSchema schema(dimensions);
   tp::TopologyBuilder builder(levels, schema, "gpu", "node", "cluster");
 
   // Switches top-down, so that every parent exists before its children.
@@ -182,7 +232,15 @@ Model build_model(const tp_snapshot_t& snapshot) {
     const auto parent = node.leaf_switch >= 0 && node.leaf_switch < snapshot.switch_count
                             ? switch_handle[static_cast<std::size_t>(node.leaf_switch)]
                             : builder.root();
-    const auto host = builder.add(parent, "node", node.name, schema.make({{"node_slot", 1}}));
+    tp::ResourceVector node_capacity = schema.make({{"node_slot", eligible(request, n) ? 1 : 0}});
+    if (model.memory) {
+      if (node.memory_mb < 0) {
+        throw std::invalid_argument(std::string("node ") + node.name + " has negative memory");
+      }
+      node_capacity = schema.make(
+          {{"node_slot", eligible(request, n) ? 1 : 0}, {"memory", node.memory_mb}});
+    }
+    const auto host = builder.add(parent, "node", node.name, node_capacity);
     std::vector<tp::TopologyBuilder::Handle> sockets;
     for (int s = 0; s < node.sockets; ++s) {
       sockets.push_back(builder.add(host, "socket", "socket" + std::to_string(s),
@@ -244,6 +302,9 @@ tp::ReplicaPlacement holding_entries(const Model& model, const tp_snapshot_t& sn
     replica.entries.push_back(
         {*socket, topology.schema().make({{"core", holding.cores_on_socket[s]}})});
   }
+  if (model.memory && holding.memory_mb > 0) {
+    replica.entries.push_back({host, topology.schema().make({{"memory", holding.memory_mb}})});
+  }
   return replica;
 }
 
@@ -268,7 +329,8 @@ void add_job(Model& model, const tp_snapshot_t& snapshot, const tp_job_t& job) {
   bool uniform = true;
   for (int h = 1; h < job.holding_count; ++h) {
     uniform = uniform && popcount(holdings[h].gpu_mask) == popcount(holdings[0].gpu_mask) &&
-              core_count(holdings[h]) == core_count(holdings[0]);
+              core_count(holdings[h]) == core_count(holdings[0]) &&
+              (!model.memory || holdings[h].memory_mb == holdings[0].memory_mb);
   }
   const auto workload_for = [&](std::uint64_t id, int replicas, const tp_holding_t& shape,
                                 bool preemptible) {
@@ -279,7 +341,10 @@ void add_job(Model& model, const tp_snapshot_t& snapshot, const tp_job_t& job) {
     w.preemptible = preemptible;
     w.replicas = replicas;
     w.demand.whole_devices = popcount(shape.gpu_mask);
-    w.demand.resources = model.topology->schema().make({{"core", core_count(shape)}});
+    w.demand.resources =
+        model.memory ? model.topology->schema().make(
+                           {{"core", core_count(shape)}, {"memory", std::max<std::int64_t>(0, shape.memory_mb)}})
+                     : model.topology->schema().make({{"core", core_count(shape)}});
     w.cost.start_time_s = job.start_time;
     w.cost.seconds_since_checkpoint = std::max(0.0, snapshot.now - job.start_time);
     return w;
@@ -302,73 +367,250 @@ void add_job(Model& model, const tp_snapshot_t& snapshot, const tp_job_t& job) {
   }
 }
 
-tp::Workload preemptor_workload(const Model& model, const tp_request_t& request) {
+/// What each of the preemptor's nodes must give it. --exclusive asks for a whole node: every GPU,
+/// core and megabyte, which only an empty node has (as cons_tres requires). That is exact only
+/// when the nodes the job may use are alike; otherwise the job gets stock behaviour.
+struct NodeShare {
+  int gpus = 0;
+  int cores = 0;
+  std::int64_t memory_mb = 0;
+};
+
+NodeShare node_share(const tp_snapshot_t& snapshot, const tp_request_t& request) {
+  NodeShare share{request.gpus_per_node, request.cores_per_node, request.memory_per_node_mb};
+  if (request.exclusive == 0) return share;
+  bool first = true;
+  for (int n = 0; n < snapshot.node_count; ++n) {
+    const tp_node_t& node = snapshot.nodes[n];
+    if (node.name == nullptr || node.name[0] == '\0' || !eligible(request, n)) continue;
+    const NodeShare whole{node.gpus, node.sockets * node.cores_per_socket,
+                          snapshot.memory_modelled != 0 ? node.memory_mb : 0};
+    if (first) {
+      if (whole.gpus < share.gpus || whole.cores < share.cores) {
+        throw unmappable("--exclusive asks for more than a whole node");
+      }
+      share = whole;
+      first = false;
+    } else if (whole.gpus != share.gpus || whole.cores != share.cores ||
+               whole.memory_mb != share.memory_mb) {
+      throw unmappable("--exclusive over nodes of different sizes");
+    }
+  }
+  return share;
+}
+
+tp::Workload preemptor_workload(const Model& model, const tp_request_t& request,
+                                const NodeShare& share) {
   tp::Workload w;
   w.id = tp::WorkloadId{request.job_id};
   w.name = request.name != nullptr ? request.name : "";
   w.priority = request.priority;
   w.replicas = request.nodes;
-  w.demand.whole_devices = request.gpus_per_node;
+  w.demand.whole_devices = share.gpus;
   w.demand.resources =
-      model.topology->schema().make({{"core", request.cores_per_node}, {"node_slot", 1}});
+      model.memory ? model.topology->schema().make(
+                         {{"core", share.cores}, {"node_slot", 1}, {"memory", share.memory_mb}})
+                   : model.topology->schema().make({{"core", share.cores}, {"node_slot", 1}});
   // A Slurm node's share never spans nodes: -N1 is the node scope.
   w.replica_scope = tp::TopologyRequirement::guaranteed(
       request.replica_scope == TP_SCOPE_SOCKET ? "socket" : "node");
   if (request.one_switch != 0) {
-    if (!model.has_switches) {
-      throw std::invalid_argument("--switches=1 without topology/tree switches");
-    }
+    if (!model.has_switches) throw unmappable("--switches=1 without topology/tree switches");
     w.gang_scope = tp::TopologyRequirement::guaranteed("switch");
   }
   return w;
 }
 
+/// The check cons_tres will make, done on the snapshot itself and independent of the model and
+/// the solver: with `victims` gone, are there `nodes` distinct nodes the job may use (all under
+/// one leaf switch for --switches=1), each with the GPUs (on one socket for the socket scope),
+/// cores (on that socket too) and memory of one share, and empty for --exclusive? Returns ""
+/// when the job starts, else what stops it. Slurm then preempts the plan's victims only if this
+/// holds, so a plan that fails it is not imposed.
+std::string cons_tres_refusal(const tp_snapshot_t& snapshot, const tp_request_t& request,
+                              const NodeShare& share, const std::map<std::uint32_t, int>& victims) {
+  struct Free {
+    std::uint64_t gpus = 0;
+    std::vector<int> cores;
+    std::int64_t memory_mb = 0;
+    int jobs = 0;
+  };
+  std::vector<Free> free(static_cast<std::size_t>(snapshot.node_count));
+  for (int n = 0; n < snapshot.node_count; ++n) {
+    const tp_node_t& node = snapshot.nodes[n];
+    Free& f = free[static_cast<std::size_t>(n)];
+    f.gpus = node.gpus >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << node.gpus) - 1;
+    f.cores.assign(static_cast<std::size_t>(std::max(0, node.sockets)), node.cores_per_socket);
+    f.memory_mb = node.memory_mb;
+  }
+  for (int j = 0; j < snapshot.job_count; ++j) {
+    const tp_job_t& job = snapshot.jobs[j];
+    if (victims.count(job.job_id) != 0) continue;
+    for (int h = job.first_holding; h < job.first_holding + job.holding_count; ++h) {
+      const tp_holding_t& holding = snapshot.holdings[h];
+      if (holding.node < 0 || holding.node >= snapshot.node_count) continue;
+      Free& f = free[static_cast<std::size_t>(holding.node)];
+      f.gpus &= ~holding.gpu_mask;
+      for (std::size_t s = 0; s < f.cores.size() && s < TP_MAX_SOCKETS; ++s) {
+        f.cores[s] -= holding.cores_on_socket[s];
+      }
+      f.memory_mb -= holding.memory_mb;
+      ++f.jobs;
+    }
+  }
+  const auto fits = [&](int n) {
+    const tp_node_t& node = snapshot.nodes[n];
+    const Free& f = free[static_cast<std::size_t>(n)];
+    if (request.exclusive != 0 && f.jobs > 0) return false;
+    if (snapshot.memory_modelled != 0 && f.memory_mb < share.memory_mb) return false;
+    if (request.replica_scope == TP_SCOPE_SOCKET) {
+      for (int s = 0; s < static_cast<int>(f.cores.size()); ++s) {
+        int gpus = 0;
+        for (int g = 0; g < node.gpus && g < 64; ++g) {
+          gpus += (f.gpus >> g & 1U) != 0 && node.gpu_socket[g] == s ? 1 : 0;
+        }
+        if (gpus >= share.gpus && f.cores[static_cast<std::size_t>(s)] >= share.cores) return true;
+      }
+      return false;
+    }
+    int cores = 0;
+    for (const int c : f.cores) cores += c;
+    return popcount(f.gpus) >= share.gpus && cores >= share.cores;
+  };
+  std::map<int, int> fitting_per_group;  // leaf switch (or -1 for all) -> nodes that fit
+  for (int n = 0; n < snapshot.node_count; ++n) {
+    const tp_node_t& node = snapshot.nodes[n];
+    if (node.name == nullptr || node.name[0] == '\0' || !eligible(request, n) || !fits(n)) continue;
+    if (request.one_switch != 0) {
+      if (node.leaf_switch >= 0) ++fitting_per_group[node.leaf_switch];
+    } else {
+      ++fitting_per_group[-1];
+    }
+  }
+  for (const auto& [group, count] : fitting_per_group) {
+    if (count >= request.nodes) return "";
+  }
+  return "after the victims leave, fewer than " + std::to_string(request.nodes) +
+         " usable node(s)" + (request.one_switch != 0 ? " under one leaf switch" : "") +
+         " have its share free (GPUs, cores" +
+         (snapshot.memory_modelled != 0 ? ", memory" : "") +
+         (request.exclusive != 0 ? ", empty for --exclusive" : "") + ")";
+}
+
+/// Identifies a request: a pending job's options change rarely, but backfill's exclusions
+/// differ from the main scheduler's, and each gets its own cached plan.
+std::uint64_t request_fingerprint(const tp_request_t& request, int node_count) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  const auto mix = [&hash](std::uint64_t value) {
+    for (int i = 0; i < 8; ++i) {
+      hash ^= (value >> (8 * i)) & 0xffU;
+      hash *= 0x100000001b3ULL;
+    }
+  };
+  mix(request.job_id);
+  mix(static_cast<std::uint64_t>(request.priority));
+  mix(static_cast<std::uint64_t>(request.nodes));
+  mix(static_cast<std::uint64_t>(request.gpus_per_node));
+  mix(static_cast<std::uint64_t>(request.cores_per_node));
+  mix(static_cast<std::uint64_t>(request.replica_scope));
+  mix(static_cast<std::uint64_t>(request.one_switch));
+  mix(static_cast<std::uint64_t>(request.exclusive));
+  mix(static_cast<std::uint64_t>(request.memory_per_node_mb));
+  mix(static_cast<std::uint64_t>(node_count));
+  for (int n = 0; n < node_count; ++n) mix(eligible(request, n) ? 1U : 0U);
+  return hash;
+}
+
+/// "optimal" only when the solver proved it; a time-limited or greedy plan is the best found.
+std::string status_text(tp::PlanStatus status) {
+  return status == tp::PlanStatus::feasible ? "best found (feasible, not proven optimal)"
+                                            : std::string(tp::to_string(status));
+}
+
 }  // namespace
 
 struct tp_engine {
+  /// One plan: for which request and state, what Slurm is told, and its victims in rank order.
+  struct Plan {
+    std::uint64_t fingerprint = 0;
+    tp_plan_kind_t kind = TP_PLAN_NONE;
+    std::map<std::uint32_t, int> victim_rank;
+  };
+
   Config config;
   tp_log_fn log = nullptr;
-  // The current plan: for which preemptor and state, and its victims in rank order.
-  bool has_plan = false;
-  std::uint32_t preemptor = 0;
-  std::uint64_t fingerprint = 0;
-  tp_plan_kind_t kind = TP_PLAN_NONE;
-  std::map<std::uint32_t, int> victim_rank;
+  // Plans per (job, request), all for the state `cached_state`: a pass of the main scheduler
+  // or of backfill asks about many pending jobs in turn, and each is solved once per state.
+  std::map<std::pair<std::uint32_t, std::uint64_t>, Plan> plans;
+  std::uint64_t cached_state = 0;
+  const Plan* current = nullptr;
+  // Why each job got stock behaviour, as last told: said once per job and reason.
+  std::map<std::uint32_t, std::string> told;
+  bool plan_log_failed = false;
 
   void say(int severity, const std::string& message) const {
     if (log != nullptr) log(severity, message.c_str());
   }
 
+  void tell_stock(std::uint32_t job_id, const std::string& reason) {
+    auto [it, inserted] = told.try_emplace(job_id, reason);
+    if (!inserted && it->second == reason) return;
+    it->second = reason;
+    // Bounded: job ids only grow, and a forgotten job is at worst told once more.
+    if (told.size() > 100000) told.erase(told.begin());
+    say(1, "JobId=" + std::to_string(job_id) + ": " + reason + "; stock behaviour");
+  }
+
+  void append_plan_log(const std::string& line) {
+    std::ofstream out(config.plan_log, std::ios::app);
+    out << line;
+    if (!out) {
+      if (!plan_log_failed) say(2, "cannot append to plan_log " + config.plan_log);
+      plan_log_failed = true;
+    }
+  }
+
   template <class Solver, class Cost>
   tp_plan_kind_t solve_with(const Solver& solver, const Cost& cost, const Model& model,
-                            const tp::Workload& preemptor_job, std::uint64_t state_fingerprint);
+                            const tp::Workload& preemptor_job, const tp_snapshot_t& snapshot,
+                            const tp_request_t& request, const NodeShare& share,
+                            std::uint64_t state_fingerprint, Plan& out);
   template <class Cost>
   tp_plan_kind_t solve_cost(const Cost& cost, const Model& model, const tp::Workload& preemptor_job,
-                            std::uint64_t state_fingerprint);
+                            const tp_snapshot_t& snapshot, const tp_request_t& request,
+                            const NodeShare& share, std::uint64_t state_fingerprint, Plan& out);
   tp_plan_kind_t plan(const tp_snapshot_t& snapshot, const tp_request_t& request,
                       std::uint64_t state_fingerprint);
+  int use_cached(const tp_request_t& request, int node_count, std::uint64_t state_fingerprint);
 };
 
 template <class Cost>
 tp_plan_kind_t tp_engine::solve_cost(const Cost& cost, const Model& model,
                                      const tp::Workload& preemptor_job,
-                                     std::uint64_t state_fingerprint) {
+                                     const tp_snapshot_t& snapshot, const tp_request_t& request,
+                                     const NodeShare& share, std::uint64_t state_fingerprint,
+                                     Plan& out) {
   if (config.solver == "greedy") {
-    return solve_with(tp::solvers::greedy, cost, model, preemptor_job, state_fingerprint);
+    return solve_with(tp::solvers::greedy, cost, model, preemptor_job, snapshot, request, share,
+                      state_fingerprint, out);
   }
   if (config.solver == "knapsack") {
-    return solve_with(tp::solvers::knapsack, cost, model, preemptor_job, state_fingerprint);
+    return solve_with(tp::solvers::knapsack, cost, model, preemptor_job, snapshot, request, share,
+                      state_fingerprint, out);
   }
   const auto exact = tp::solvers::branch_and_bound_solver{}
                          .node_limit(config.node_limit)
                          .time_limit(std::chrono::milliseconds(config.time_limit_ms));
-  return solve_with(exact, cost, model, preemptor_job, state_fingerprint);
+  return solve_with(exact, cost, model, preemptor_job, snapshot, request, share, state_fingerprint,
+                    out);
 }
 
 template <class Solver, class Cost>
 tp_plan_kind_t tp_engine::solve_with(const Solver& solver, const Cost& cost, const Model& model,
                                      const tp::Workload& preemptor_job,
-                                     std::uint64_t state_fingerprint) {
+                                     const tp_snapshot_t& snapshot, const tp_request_t& request,
+                                     const NodeShare& share, std::uint64_t state_fingerprint,
+                                     Plan& out) {
   const tp::Allocation& state = *model.state;
   const tp::Topology& topology = *model.topology;
   const tp::PreemptionPlan plan = solver.solve(state, preemptor_job, cost);
@@ -379,31 +621,39 @@ tp_plan_kind_t tp_engine::solve_with(const Solver& solver, const Cost& cost, con
   for (const tp::Victim& victim : plan.victims) ordered.push_back(&victim);
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const tp::Victim* a, const tp::Victim* b) { return a->cost < b->cost; });
+  std::map<std::uint32_t, int> ranks;
+  for (std::size_t rank = 0; rank < ordered.size(); ++rank) {
+    ranks[static_cast<std::uint32_t>(ordered[rank]->id.value)] = static_cast<int>(rank);
+  }
 
   tp_plan_kind_t result = TP_PLAN_NONE;
   std::string why;
   if (plan.status == tp::PlanStatus::infeasible) {
-    result = TP_PLAN_NOTHING;
-    why = "infeasible: no victim set lets it start inside its requirement; preempting nothing";
+    // The model is stricter than Slurm in places (identical shares on distinct nodes), so
+    // "no victim set in the model" does not prove Slurm cannot start the job: stock decides.
+    why = "infeasible in the model; stock answers (cons_tres preempts only if the job then starts)";
   } else if (plan.status == tp::PlanStatus::no_preemption_needed) {
     why = "fits without preemption; stock answers";
   } else if (!verdict.ok) {
     why = "plan REJECTED by verify_plan (" + verdict.summary() + "); stock answers";
   } else {
-    result = TP_PLAN_VICTIMS;
     for (const tp::Victim* victim : ordered) {
       if (victim->action != tp::VictimAction::evict || victim->id.value >= slice_id_base) {
-        result = TP_PLAN_NONE;
         why = "plan shrinks or splits a job, which Slurm cannot do; stock answers";
       }
     }
-  }
-  victim_rank.clear();
-  if (result == TP_PLAN_VICTIMS) {
-    for (std::size_t rank = 0; rank < ordered.size(); ++rank) {
-      victim_rank[static_cast<std::uint32_t>(ordered[rank]->id.value)] = static_cast<int>(rank);
+    if (why.empty()) {
+      const std::string refusal = cons_tres_refusal(snapshot, request, share, ranks);
+      if (refusal.empty()) {
+        result = TP_PLAN_VICTIMS;
+      } else {
+        why = "cons_tres check failed: " + refusal + "; stock answers";
+      }
     }
   }
+  out.kind = result;
+  out.victim_rank.clear();
+  if (result == TP_PLAN_VICTIMS) out.victim_rank = std::move(ranks);
 
   std::string victims_text;
   std::string victims_json;
@@ -431,7 +681,7 @@ tp_plan_kind_t tp_engine::solve_with(const Solver& solver, const Cost& cost, con
       plan.target_domain.valid() ? topology.describe(plan.target_domain) : std::string("none");
   say(result == TP_PLAN_NONE && plan.has_victims_plan() ? 2 : 1,
       "JobId=" + std::to_string(preemptor_job.id.value) + " " + plan.solver + "/" +
-          std::string(Cost::name) + ": " + std::string(tp::to_string(plan.status)) + ", victims [" +
+          std::string(Cost::name) + ": " + status_text(plan.status) + ", victims [" +
           victims_text + "], cost " + number(plan.cost) + ", target " + target +
           ", verify_plan: " + verdict.summary() + ", " + number(plan.statistics.seconds * 1000) +
           " ms; " + (why.empty() ? "imposing it" : why));
@@ -441,43 +691,74 @@ tp_plan_kind_t tp_engine::solve_with(const Solver& solver, const Cost& cost, con
     for (const auto& violation : verdict.violations) {
       violations += (violations.empty() ? "" : ",") + quoted(violation);
     }
-    std::ofstream out(config.plan_log, std::ios::app);
-    out << "{\"preemptor\":" << preemptor_job.id.value << ",\"fingerprint\":" << state_fingerprint
-        << ",\"status\":" << quoted(tp::to_string(plan.status))
-        << ",\"imposed\":" << (result == TP_PLAN_VICTIMS ? "true" : "false")
-        << ",\"solver\":" << quoted(plan.solver) << ",\"cost_model\":" << quoted(Cost::name)
-        << ",\"cost\":" << number(plan.cost) << ",\"lower_bound\":" << number(plan.lower_bound)
-        << ",\"victims\":[" << victims_json << "],\"target\":" << quoted(target)
-        << ",\"placement\":[" << placement_json
-        << "],\"verified\":" << (verdict.ok ? "true" : "false") << ",\"violations\":[" << violations
-        << "],\"running_jobs\":" << state.size()
-        << ",\"seconds\":" << number(plan.statistics.seconds) << "}\n";
+    int excluded = 0;
+    for (int n = 0; n < snapshot.node_count; ++n) excluded += eligible(request, n) ? 0 : 1;
+    std::ostringstream line;
+    line << "{\"preemptor\":" << preemptor_job.id.value << ",\"fingerprint\":" << state_fingerprint
+         << ",\"status\":" << quoted(tp::to_string(plan.status))
+         << ",\"imposed\":" << (result == TP_PLAN_VICTIMS ? "true" : "false")
+         << ",\"why\":" << quoted(why)
+         << ",\"exc_node_bitmap\":" << (request.exc_node_bitmap != 0 ? "true" : "false")
+         << ",\"excluded_nodes\":" << excluded << ",\"solver\":" << quoted(plan.solver)
+         << ",\"cost_model\":" << quoted(Cost::name) << ",\"cost\":" << number(plan.cost)
+         << ",\"lower_bound\":" << number(plan.lower_bound) << ",\"victims\":[" << victims_json
+         << "],\"target\":" << quoted(target) << ",\"placement\":[" << placement_json
+         << "],\"verified\":" << (verdict.ok ? "true" : "false") << ",\"violations\":["
+         << violations << "],\"running_jobs\":" << state.size()
+         << ",\"seconds\":" << number(plan.statistics.seconds) << "}\n";
+    append_plan_log(line.str());
   }
   return result;
 }
 
+int tp_engine::use_cached(const tp_request_t& request, int node_count,
+                          std::uint64_t state_fingerprint) {
+  current = nullptr;
+  if (state_fingerprint != cached_state) return -1;
+  const auto it = plans.find({request.job_id, request_fingerprint(request, node_count)});
+  if (it == plans.end()) return -1;
+  current = &it->second;
+  return current->kind;
+}
+
 tp_plan_kind_t tp_engine::plan(const tp_snapshot_t& snapshot, const tp_request_t& request,
                                std::uint64_t state_fingerprint) {
-  if (has_plan && preemptor == request.job_id && fingerprint == state_fingerprint) return kind;
-  has_plan = false;
-  victim_rank.clear();
-  Model model = build_model(snapshot);
-  for (int j = 0; j < snapshot.job_count; ++j) add_job(model, snapshot, snapshot.jobs[j]);
-  const tp::Workload preemptor_job = preemptor_workload(model, request);
-  tp_plan_kind_t result = TP_PLAN_NONE;
-  if (config.cost_model == "victim_count") {
-    result = solve_cost(tp::cost::victim_count{}, model, preemptor_job, state_fingerprint);
-  } else if (config.cost_model == "lost_work") {
-    result = solve_cost(tp::cost::lost_work{}, model, preemptor_job, state_fingerprint);
-  } else {
-    result = solve_cost(tp::cost::priority_weighted{.offset = config.priority_offset}, model,
-                        preemptor_job, state_fingerprint);
+  current = nullptr;
+  if (state_fingerprint != cached_state) {
+    plans.clear();  // every plan was for another state
+    cached_state = state_fingerprint;
   }
-  has_plan = true;
-  preemptor = request.job_id;
-  fingerprint = state_fingerprint;
-  kind = result;
-  return result;
+  const auto key = std::make_pair(request.job_id, request_fingerprint(request, snapshot.node_count));
+  plans.erase(key);
+  Plan made;
+  made.fingerprint = state_fingerprint;
+  try {
+    const NodeShare share = node_share(snapshot, request);
+    Model model = build_model(snapshot, request);
+    for (int j = 0; j < snapshot.job_count; ++j) add_job(model, snapshot, snapshot.jobs[j]);
+    const tp::Workload preemptor_job = preemptor_workload(model, request, share);
+    if (config.cost_model == "victim_count") {
+      solve_cost(tp::cost::victim_count{}, model, preemptor_job, snapshot, request, share,
+                 state_fingerprint, made);
+    } else if (config.cost_model == "lost_work") {
+      solve_cost(tp::cost::lost_work{}, model, preemptor_job, snapshot, request, share,
+                 state_fingerprint, made);
+    } else {
+      solve_cost(tp::cost::priority_weighted{.offset = config.priority_offset}, model,
+                 preemptor_job, snapshot, request, share, state_fingerprint, made);
+    }
+  } catch (const unmappable& reason) {
+    tell_stock(request.job_id, reason.what());
+    made.kind = TP_PLAN_NONE;
+    made.victim_rank.clear();
+  } catch (const std::exception& error) {
+    // Cached like any answer: the same state would fail the same way in every pass.
+    say(2, "JobId=" + std::to_string(request.job_id) + ": " + error.what() + "; stock behaviour");
+    made.kind = TP_PLAN_NONE;
+    made.victim_rank.clear();
+  }
+  current = &(plans[key] = std::move(made));
+  return current->kind;
 }
 
 extern "C" {
@@ -487,8 +768,19 @@ tp_engine_t* tp_engine_create(const char* config_path, tp_log_fn log) {
     auto engine = std::make_unique<tp_engine>();
     engine->log = log;
     engine->config = read_config(config_path);
+    if (!engine->config.plan_log.empty()) {
+      // Said at start: a plan log that cannot be written would otherwise fail unnoticed.
+      std::ofstream probe(engine->config.plan_log, std::ios::app);
+      if (!probe) {
+        engine->plan_log_failed = true;
+        engine->say(2, "plan_log " + engine->config.plan_log +
+                           " cannot be opened for appending; plans are logged to slurmctld's "
+                           "log only");
+      }
+    }
     engine->say(
         1, "solver " + engine->config.solver + ", cost model " + engine->config.cost_model +
+               ", relation " + engine->config.relation +
                (engine->config.plan_log.empty() ? "" : ", plan log " + engine->config.plan_log));
     return engine.release();
   } catch (const std::exception& error) {
@@ -512,15 +804,38 @@ tp_plan_kind_t tp_engine_plan(tp_engine_t* engine, const tp_snapshot_t* snapshot
   } catch (...) {
     engine->say(2, "JobId=" + std::to_string(request->job_id) + ": unknown error; stock behaviour");
   }
-  engine->has_plan = false;
-  engine->victim_rank.clear();
+  engine->current = nullptr;
   return TP_PLAN_NONE;
 }
 
+int tp_engine_use_cached(tp_engine_t* engine, const tp_request_t* request, int node_count,
+                         std::uint64_t fingerprint) {
+  if (engine == nullptr || request == nullptr) return -1;
+  try {
+    return engine->use_cached(*request, node_count, fingerprint);
+  } catch (...) {
+    engine->current = nullptr;
+    return -1;
+  }
+}
+
+int tp_engine_relation_is_qos(const tp_engine_t* engine) {
+  return engine != nullptr && engine->config.relation == "qos" ? 1 : 0;
+}
+
 int tp_engine_victim_rank(const tp_engine_t* engine, std::uint32_t job_id) {
-  if (engine == nullptr) return -1;
-  const auto it = engine->victim_rank.find(job_id);
-  return it == engine->victim_rank.end() ? -1 : it->second;
+  if (engine == nullptr || engine->current == nullptr) return -1;
+  const auto it = engine->current->victim_rank.find(job_id);
+  return it == engine->current->victim_rank.end() ? -1 : it->second;
+}
+
+void tp_engine_tell_stock(tp_engine_t* engine, std::uint32_t job_id, const char* reason) {
+  if (engine == nullptr || reason == nullptr) return;
+  try {
+    engine->tell_stock(job_id, reason);
+  } catch (...) {
+    // Logging must never unwind into slurmctld; a lost message is the lesser harm.
+  }
 }
 
 }  // extern "C"

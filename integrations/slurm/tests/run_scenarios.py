@@ -141,7 +141,42 @@ def scenario_unsatisfiable():
     }
 
 
-SCENARIOS = [scenario_socket, scenario_node, scenario_switch, scenario_unsatisfiable]
+def scenario_no_n():
+    # Most users never pass -N: max_nodes 0 means "not given", planned on min_nodes (1) nodes.
+    scenario = scenario_node()
+    scenario.update(name="no-N", request="`--gres=gpu:6` (no `-N`)", args=["--gres=gpu:6", "--cpus-per-gpu=1"])
+    return scenario
+
+
+def scenario_exclusive():
+    # -N1 --gpus=4 --exclusive: cons_tres starts it only on an empty node. One low job (cost 2)
+    # would free 4 GPUs on n1 but leaves a mid job there; emptying n0 costs 4 (two low jobs).
+    fill = full_node("n0", [("low", 4), ("low", 4)])
+    fill += full_node("n1", [("low", 4), ("mid", 4)])
+    for node in NODES[2:]:
+        fill += full_node(node, MID_MID)
+    return {
+        "name": "exclusive",
+        "request": "`-N1 --gpus=4 --exclusive`",
+        "args": ["-N1", "--gpus=4", "--exclusive", "--cpus-per-gpu=1"],
+        "requirement": "node",
+        "fill": fill,
+        "holes": [],
+    }
+
+
+def scenario_backfill():
+    # The tier scenario of the node case, but the main scheduler never runs in time
+    # (`defer`, sched_interval=600) while backfill runs every second: backfill reaches the job
+    # first, and its _start_job sets exc_node_bitmap (to its reserved nodes, here none).
+    scenario = scenario_node()
+    scenario.update(name="backfill", request="`-N1 --gpus=6`, started by backfill",
+                    sched_params="defer,sched_interval=600,bf_interval=1", via_backfill=True)
+    return scenario
+
+
+SCENARIOS = [scenario_socket, scenario_node, scenario_no_n, scenario_switch, scenario_exclusive,
+             scenario_backfill, scenario_unsatisfiable]
 
 # ---- the cluster ------------------------------------------------------------------------
 
@@ -159,6 +194,7 @@ class Cluster:
             if key.startswith("SLURM_") and key != "SLURM_CONF":
                 del self.env[key]
         self.plan_log = None
+        self.nodes = NODES  # the slurmd to start; a subclass may describe another cluster
 
     def path(self, *parts):
         return os.path.join(self.root, *parts)
@@ -183,7 +219,7 @@ class Cluster:
             out.write("SwitchName=s0 Nodes=n[0-3]\nSwitchName=s1 Nodes=n[4-7]\n"
                       "SwitchName=top Switches=s[0-1]\n")
 
-    def write_slurm_conf(self, preempt_type, plan_log):
+    def write_slurm_conf(self, preempt_type, plan_log, sched_params=None):
         self.plan_log = plan_log
         with open(self.path("etc", "topopreempt.conf"), "w") as out:
             out.write("# preempt/topopreempt for the loopback scenarios\n"
@@ -222,6 +258,7 @@ JobCompType=jobcomp/none
 MailProg=/bin/true
 ReturnToService=2
 SchedulerType=sched/backfill
+{"SchedulerParameters=" + sched_params if sched_params else ""}
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 GresTypes=gpu
@@ -254,15 +291,15 @@ PartitionName=high Nodes=n[0-7] PriorityTier={TIERS['high']} PreemptMode=OFF Max
                               f"--seed-file={self.path('munge', 'munged.seed')}"])
         wait_for(lambda: os.path.exists(self.path("munge", "munge.socket")), 10, "munged socket")
 
-    def start_slurm(self, preempt_type, plan_log):
+    def start_slurm(self, preempt_type, plan_log, sched_params=None):
         for sub in ("state", "spool"):
             shutil.rmtree(self.path(sub), ignore_errors=True)
             os.makedirs(self.path(sub))
-        self.write_slurm_conf(preempt_type, plan_log)
+        self.write_slurm_conf(preempt_type, plan_log, sched_params)
         conf = self.env["SLURM_CONF"]
         self.spawn("slurmctld", ["slurmctld", "-D", "-c", "-i", "-f", conf])
         wait_for(lambda: self.run(["scontrol", "ping"], check=False).returncode == 0, 30, "slurmctld")
-        for node in NODES:
+        for node in self.nodes:
             self.spawn(f"slurmd-{node}", ["slurmd", "-D", "-N", node, "-f", conf])
         wait_for(self.all_idle, 60, "all nodes idle")
 
@@ -293,6 +330,24 @@ PartitionName=high Nodes=n[0-7] PriorityTier={TIERS['high']} PreemptMode=OFF Max
                 continue
         return found
 
+    def settled_marked_processes(self, seconds=5.0):
+        """Our processes still alive after up to `seconds` (SIGKILLed ones take a moment)."""
+        deadline = time.monotonic() + seconds
+        left = self.marked_processes()
+        while left and time.monotonic() < deadline:
+            time.sleep(0.25)
+            left = self.marked_processes()
+        return left
+
+    def print_log_tails(self, names, count=40):
+        """The last `count` lines of each of our log files in `names`, for a failure report."""
+        for name in names:
+            logfile = self.path("log", name)
+            if os.path.exists(logfile):
+                print(f"--- last lines of {logfile}")
+                with open(logfile, errors="replace") as lines:
+                    print("".join(lines.readlines()[-count:]))
+
     def kill_marked_processes(self, exclude_daemons=()):
         survivors = [(pid, cmd) for pid, cmd in self.marked_processes()
                      if not any(d in cmd for d in exclude_daemons)]
@@ -312,7 +367,7 @@ PartitionName=high Nodes=n[0-7] PriorityTier={TIERS['high']} PreemptMode=OFF Max
     def all_idle(self):
         result = self.run(["sinfo", "-h", "-N", "-o", "%N %t"], check=False)
         states = dict(line.split() for line in result.stdout.splitlines() if line.strip())
-        return result.returncode == 0 and len(states) == len(NODES) and all(
+        return result.returncode == 0 and len(states) == len(self.nodes) and all(
             s == "idle" for s in states.values())
 
     def submit(self, name, partition, args):
@@ -402,6 +457,11 @@ def requirement_held(requirement, gpus):
 def run_scenario(cluster, scenario, mode):
     ids, layout = fill_cluster(cluster, scenario)
     by_id = {job_id: name for name, job_id in ids.items()}
+    # Where Slurm asks the preempt plugin for --test-only (job_start_data): what it would preempt.
+    test_only = cluster.run(["sbatch", "--test-only", "-p", "high", "-o", "/dev/null", *scenario["args"],
+                             "--wrap", "sleep 3000"], check=False)
+    test_only_preempts = sorted(int(j) for j in re.findall(r"Preempts: (\S+)", test_only.stderr + test_only.stdout)
+                                [0].split(",")) if "Preempts:" in test_only.stderr + test_only.stdout else []
     submitted = time.time()
     preemptor = cluster.submit(f"preemptor-{scenario['name']}", "high", scenario["args"])
     started = None
@@ -424,10 +484,18 @@ def run_scenario(cluster, scenario, mode):
         "placement": info["gpus"],
         "requirement_held": requirement_held(scenario["requirement"], info["gpus"]) if started else None,
         "reason": info.get("Reason"),
+        "test_only_preempts": test_only_preempts,
+        "started_by_backfill": bool(re.search(rf"Started JobId={preemptor} ", read_log(cluster))),
+        "stock_fallbacks": re.findall(rf"JobId={preemptor}[:,][^\n]*stock (?:behaviour|answers)", read_log(cluster)),
     }
     cluster.run(["scancel", "--full", "-u", "root"], check=False)
     wait_for(cluster.all_idle, 60, "nodes idle after the scenario")
     return result
+
+
+def read_log(cluster):
+    with open(cluster.path("log", "slurmctld.log"), errors="replace") as lines:
+        return lines.read()
 
 
 def partition_of(name):
@@ -482,7 +550,7 @@ def main():
                 # start from identical layouts (checked).
                 log(f"{scenario['name']}: slurmctld -c + {len(NODES)} slurmd with {preempt_type}")
                 plan_log = cluster.path(f"plans-{scenario['name']}.jsonl")
-                cluster.start_slurm(preempt_type, plan_log)
+                cluster.start_slurm(preempt_type, plan_log, scenario.get("sched_params"))
                 record = run_scenario(cluster, scenario, mode)
                 records.append(record)
                 if mode == "topopreempt":
@@ -502,12 +570,7 @@ def main():
     except BaseException as error:  # noqa: BLE001 - report, then clean up, then fail
         failures.append(f"{type(error).__name__}: {error}")
         log(f"FAIL  {type(error).__name__}: {error}")
-        for name in ("slurmctld.log",):
-            logfile = cluster.path("log", name)
-            if os.path.exists(logfile):
-                print(f"--- last lines of {logfile}")
-                with open(logfile) as lines:
-                    print("".join(lines.readlines()[-40:]))
+        cluster.print_log_tails(("slurmctld.log",))
     finally:
         survivors = cluster.stop_all()
         if survivors:
@@ -545,12 +608,20 @@ def evaluate(records, plans, failures):
             check(not s["victims"], f"{name}: stock preempted nothing either", failures)
             continue
         check(bool(imposed), f"{name}: the plugin imposed a plan", failures)
+        if scenario.get("via_backfill"):
+            check(t["started_by_backfill"] and s["started_by_backfill"],
+                  f"{name}: backfill started the preemptor in both runs", failures)
+            # Backfill's _start_job sets exc_node_bitmap; the plugin once fell back to stock on it.
+            check(not t["stock_fallbacks"], f"{name}: no stock fallback logged for the preemptor "
+                  f"({t['stock_fallbacks']})", failures)
         if imposed:
             planned = sorted(v["job_id"] for v in imposed[-1]["victims"])
             check(planned == t["victim_ids"], f"{name}: Slurm preempted exactly the plan {planned} "
                   f"(preempted {t['victim_ids']})", failures)
             check(abs(imposed[-1]["cost"] - t["cost"]) < 1e-9, f"{name}: plan cost {imposed[-1]['cost']:g} "
                   f"equals the cost of what was preempted", failures)
+            check(t["test_only_preempts"] == planned, f"{name}: sbatch --test-only would preempt the plan "
+                  f"({t['test_only_preempts']})", failures)
         check(t["started"] and t["requirement_held"], f"{name}: preemptor started inside its "
               f"{scenario['requirement']} requirement ({t['placement']})", failures)
         check(t["cost"] <= s["cost"] + 1e-9, f"{name}: victim cost {t['cost']:g} <= stock's {s['cost']:g}",

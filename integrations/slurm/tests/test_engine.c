@@ -16,12 +16,17 @@
 static int failures = 0;
 static int checks = 0;
 static int errors_logged = 0;
+static int infos_logged = 0;
 static char last_error[1024];
+static char last_info[1024];
 
 static void capture_log(int severity, const char* message) {
   if (severity >= 2) {
     ++errors_logged;
     snprintf(last_error, sizeof last_error, "%s", message);
+  } else if (severity == 1) {
+    ++infos_logged;
+    snprintf(last_info, sizeof last_info, "%s", message);
   }
 }
 
@@ -77,8 +82,22 @@ static void add_job(uint32_t id, int priority, int preemptible, int node, uint64
   }
 }
 
+/* An empty cluster: no running job. */
+static void clear_jobs(void) {
+  job_count = 0;
+  holding_count = 0;
+}
+
+/* A full n[from..3]: a protected (non-preemptible) 4-GPU job on each socket. */
+static void protect_nodes_from(int from) {
+  for (int n = from; n < 4; ++n) {
+    add_job(400 + n, 9, 0, n, 0x0F);
+    add_job(500 + n, 9, 0, n, 0xF0);
+  }
+}
+
 static tp_snapshot_t snapshot(void) {
-  tp_snapshot_t s = {switches, 3, nodes, 4, jobs, job_count, holdings, holding_count, 1000.0};
+  tp_snapshot_t s = {switches, 3, nodes, 4, jobs, job_count, holdings, holding_count, 1000.0, 0};
   return s;
 }
 
@@ -127,6 +146,34 @@ int main(void) {
   CHECK(engine_with(dir, "colour = blue\n") == NULL);
   CHECK(strstr(last_error, "unknown key") != NULL);
   CHECK(engine_with(dir, "priority_offset = -1\n") == NULL);
+  /* A value that is not a number names the key and says so (not the library's "stoll"). */
+  CHECK(engine_with(dir, "time_limit_ms = abc\n") == NULL);
+  CHECK(strstr(last_error, "time_limit_ms is not a number") != NULL && !strstr(last_error, "sto"));
+  CHECK(engine_with(dir, "node_limit = 12x\n") == NULL);
+  CHECK(strstr(last_error, "node_limit is not a number") != NULL);
+  CHECK(engine_with(dir, "priority_offset = \n") == NULL);
+  CHECK(strstr(last_error, "priority_offset is not a number") != NULL);
+
+  /* Who may preempt whom: partition tiers by default, QOS Preempt= with `relation = qos`. */
+  CHECK(engine_with(dir, "relation = tiers\n") == NULL);
+  CHECK(strstr(last_error, "relation must be partition_prio or qos") != NULL);
+  {
+    tp_engine_t* qos = engine_with(dir, "relation = qos\n");
+    tp_engine_t* tiers = engine_with(dir, "solver = greedy\n");
+    CHECK(qos != NULL && tp_engine_relation_is_qos(qos) == 1);
+    CHECK(tiers != NULL && tp_engine_relation_is_qos(tiers) == 0);
+    tp_engine_destroy(qos);
+    tp_engine_destroy(tiers);
+  }
+
+  /* A plan log that cannot be opened is an error at start, not a silent loss later. */
+  errors_logged = 0;
+  {
+    tp_engine_t* no_log = engine_with(dir, "plan_log = /nonexistent-dir/plans.jsonl\n");
+    CHECK(no_log != NULL);
+    CHECK(errors_logged == 1 && strstr(last_error, "/nonexistent-dir/plans.jsonl"));
+    tp_engine_destroy(no_log);
+  }
 
   snprintf(config, sizeof config,
            "# test\nsolver = branch_and_bound\ncost_model = priority_weighted\n"
@@ -152,18 +199,40 @@ int main(void) {
   CHECK(tp_engine_victim_rank(engine, 201) == -1);
   CHECK(count_lines(plan_log) == 1);
 
-  /* Same preemptor, same fingerprint: the cached plan, nothing solved or logged again. */
-  CHECK(tp_engine_plan(engine, &s, &request, 42) == TP_PLAN_VICTIMS);
+  /* Same preemptor, same state: the cached plan, nothing solved or logged again. */
+  CHECK(tp_engine_use_cached(engine, &request, 4, 42) == TP_PLAN_VICTIMS);
+  CHECK(tp_engine_victim_rank(engine, 104) == 0);
   CHECK(count_lines(plan_log) == 1);
 
   /* --switches=1 over two nodes of 4 GPUs: n1, n2 and n3 are fully held by protected jobs, so
-   * no leaf switch has two nodes that victims could free: infeasible, preempt nothing. */
+   * no leaf switch has two nodes that victims could free: infeasible in the model. The model
+   * is stricter than Slurm in places, so stock answers (cons_tres preempts only if useful). */
   tp_request_t gang = socket_request(2);
   gang.nodes = 2;
   gang.replica_scope = TP_SCOPE_NONE;
   gang.one_switch = 1;
-  CHECK(tp_engine_plan(engine, &s, &gang, 43) == TP_PLAN_NOTHING);
+  CHECK(tp_engine_plan(engine, &s, &gang, 42) == TP_PLAN_NONE);
   CHECK(tp_engine_victim_rank(engine, 104) == -1);
+  CHECK(count_lines(plan_log) == 2);
+
+  /* Plans are cached per job: after job 2's plan, job 1's is still there for this state, so
+   * a pass alternating between pending jobs solves each once. A new state drops them all. */
+  CHECK(tp_engine_use_cached(engine, &request, 4, 42) == TP_PLAN_VICTIMS);
+  CHECK(tp_engine_victim_rank(engine, 104) == 0);
+  CHECK(tp_engine_use_cached(engine, &gang, 4, 42) == TP_PLAN_NONE);
+  CHECK(tp_engine_victim_rank(engine, 104) == -1);
+  CHECK(count_lines(plan_log) == 2);
+  CHECK(tp_engine_use_cached(engine, &request, 4, 43) == -1);
+
+  /* The same job with other options (backfill's exclusions) is another request. */
+  {
+    unsigned char only_n1_n2_n3[4] = {0, 1, 1, 1};
+    tp_request_t narrowed = request;
+    narrowed.eligible = only_n1_n2_n3;
+    CHECK(tp_engine_use_cached(engine, &narrowed, 4, 42) == -1);
+    /* n0 holds the only preemptible jobs; without it nothing can be freed: stock answers. */
+    CHECK(tp_engine_plan(engine, &s, &narrowed, 42) == TP_PLAN_NONE);
+  }
 
   /* Fits as is (an empty n3 socket): no plan, stock answers. */
   job_count = 0;
@@ -212,6 +281,83 @@ int main(void) {
   CHECK(tp_engine_plan(engine, &s, &request, 46) == TP_PLAN_NONE);
   CHECK(errors_logged == 1);
   holdings[0] = saved;
+
+  /* Excluded nodes (backfill's reservations, -x, partition, features) are never planned on:
+   * the cheapest victim (job 801 on n1, cost 2) is not used when n1 is excluded; job 104 on n0
+   * (cost 5) is. */
+  clear_jobs();
+  add_job(104, 4, 1, 0, 0xF0);
+  add_job(105, 9, 0, 0, 0x0F);
+  add_job(801, 1, 1, 1, 0xF0);
+  add_job(802, 9, 0, 1, 0x0F);
+  protect_nodes_from(2);
+  s = snapshot();
+  CHECK(tp_engine_plan(engine, &s, &request, 50) == TP_PLAN_VICTIMS);
+  CHECK(tp_engine_victim_rank(engine, 801) == 0 && tp_engine_victim_rank(engine, 104) == -1);
+  {
+    unsigned char not_n1[4] = {1, 0, 1, 1};
+    tp_request_t excluded = request;
+    excluded.eligible = not_n1;
+    CHECK(tp_engine_plan(engine, &s, &excluded, 50) == TP_PLAN_VICTIMS);
+    CHECK(tp_engine_victim_rank(engine, 104) == 0 && tp_engine_victim_rank(engine, 801) == -1);
+  }
+
+  /* --exclusive: a whole node. n0 holds two preemptible 4-GPU jobs, n1 one preemptible and one
+   * protected, n2 and n3 protected jobs. Evicting one job frees 4 GPUs but cons_tres starts an
+   * exclusive job only on an empty node: the plan must empty n0 (both jobs). */
+  clear_jobs();
+  add_job(901, 1, 1, 0, 0x0F);
+  add_job(902, 1, 1, 0, 0xF0);
+  add_job(903, 1, 1, 1, 0xF0);
+  add_job(904, 9, 0, 1, 0x0F);
+  for (int n = 2; n < 4; ++n) add_job(400 + n, 9, 0, n, 0x0F);
+  s = snapshot();
+  {
+    tp_request_t exclusive = socket_request(3);
+    exclusive.replica_scope = TP_SCOPE_NONE;
+    exclusive.cores_per_node = 1;
+    CHECK(tp_engine_plan(engine, &s, &exclusive, 60) == TP_PLAN_NONE); /* fits on n2's socket 1 */
+    for (int n = 2; n < 4; ++n) add_job(500 + n, 9, 0, n, 0xF0);
+    s = snapshot();
+    CHECK(tp_engine_plan(engine, &s, &exclusive, 61) == TP_PLAN_VICTIMS);
+    /* Without --exclusive one 4-GPU low job (cost 2) is enough: 901, 902 or 903. */
+    CHECK((tp_engine_victim_rank(engine, 901) == 0) + (tp_engine_victim_rank(engine, 902) == 0) +
+              (tp_engine_victim_rank(engine, 903) == 0) ==
+          1);
+    exclusive.exclusive = 1;
+    CHECK(tp_engine_plan(engine, &s, &exclusive, 61) == TP_PLAN_VICTIMS);
+    CHECK(tp_engine_victim_rank(engine, 901) >= 0 && tp_engine_victim_rank(engine, 902) >= 0);
+    CHECK(tp_engine_victim_rank(engine, 903) == -1);
+  }
+
+  /* Memory (CR_Core_Memory): n0's socket 0 has its 4 GPUs free, but a 1-GPU job on socket 1
+   * holds 50 GB of n0's 64 GB; every other socket is protected. Without memory the job fits as
+   * is; with 40 GB per node the plan must evict the memory holder. */
+  clear_jobs();
+  add_job(950, 1, 1, 0, 0x10);
+  holdings[holding_count - 1].memory_mb = 50000;
+  protect_nodes_from(1);
+  for (int n = 0; n < 4; ++n) nodes[n].memory_mb = 64000;
+  s = snapshot();
+  {
+    tp_request_t memory = socket_request(4);
+    memory.memory_per_node_mb = 40000;
+    CHECK(tp_engine_plan(engine, &s, &memory, 70) == TP_PLAN_NONE);
+    s.memory_modelled = 1;
+    CHECK(tp_engine_plan(engine, &s, &memory, 71) == TP_PLAN_VICTIMS);
+    CHECK(tp_engine_victim_rank(engine, 950) == 0);
+    memory.memory_per_node_mb = 10000; /* fits next to it */
+    CHECK(tp_engine_plan(engine, &s, &memory, 71) == TP_PLAN_NONE);
+  }
+
+  /* Why a job gets stock behaviour is told at info level once per job and reason. */
+  infos_logged = 0;
+  tp_engine_tell_stock(engine, 77, "node count is a range (-N<min>-<max>)");
+  tp_engine_tell_stock(engine, 77, "node count is a range (-N<min>-<max>)");
+  CHECK(infos_logged == 1 && strstr(last_info, "JobId=77") && strstr(last_info, "stock"));
+  tp_engine_tell_stock(engine, 77, "--switches greater than 1");
+  tp_engine_tell_stock(engine, 78, "--switches greater than 1");
+  CHECK(infos_logged == 3);
 
   tp_engine_destroy(engine);
   if (failures == 0) remove(plan_log);
