@@ -5,7 +5,7 @@
 # package, configures it, builds the plugin, then runs a loopback cluster (munged, slurmctld,
 # 8 slurmd) through every scenario with stock preempt/partition_prio and with
 # preempt/topopreempt, and checks that Slurm imposed topopreempt's verified plans. Then the
-# randomised differential test: two clusters (stock, topopreempt) on the same 336 random cases.
+# randomised differential test: two clusters (stock, topopreempt) on the same 384 random cases.
 # Needs root or sudo. Leaves no daemon running (the scenario script kills and checks).
 # Usage: bash .ci/stages/slurm.sh   (from the repository root; build output in build/slurm)
 set -euo pipefail
@@ -32,9 +32,9 @@ section "loopback cluster: stock partition_prio vs topopreempt"
 timeout --kill-after=30 420 "${SUDO[@]}" python3 integrations/slurm/tests/run_scenarios.py \
   --plugin-dir "$BUILD/install" --results "$BUILD/results.md" --json "$BUILD/results.json"
 
-section "randomised differential: stock partition_prio vs topopreempt on 336 random cases"
+section "randomised differential: stock partition_prio vs topopreempt on 384 random cases"
 timeout --kill-after=30 900 "${SUDO[@]}" python3 integrations/slurm/tests/run_differential.py \
-  --plugin-dir "$BUILD/install" --cases 336 --min-cases 200 --results "$BUILD/differential.md" \
+  --plugin-dir "$BUILD/install" --cases 384 --min-cases 200 --results "$BUILD/differential.md" \
   --json "$BUILD/differential.json"
 
 section "QOS preemption: preempt/qos vs topopreempt (relation = qos) with slurmdbd and MariaDB"
