@@ -51,6 +51,7 @@ type Timing struct {
 type Result struct {
 	Scenario         string      `json:"scenario"`
 	Mode             GPUMode     `json:"gpu_mode"`
+	SameNUMA         bool        `json:"same_numa"` // the preemptor needs its GPUs on one NUMA node
 	Title            string      `json:"title"`
 	Scheduler        string      `json:"scheduler"`
 	Nodes            int         `json:"nodes"`
@@ -81,7 +82,7 @@ func logf(format string, args ...any) {
 func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Result, error) {
 	client := c.Client
 	ns := fmt.Sprintf("%s-%s-%s", s.Name, s.Mode, v.Name)
-	res := &Result{Scenario: s.Name, Mode: s.Mode, Title: s.Title, Scheduler: v.Name, Nodes: len(s.Nodes), FillPods: len(s.Fill),
+	res := &Result{Scenario: s.Name, Mode: s.Mode, SameNUMA: s.Preemptor.SameNUMA, Title: s.Title, Scheduler: v.Name, Nodes: len(s.Nodes), FillPods: len(s.Fill),
 		Schedulable: s.Schedulable, Optimum: s.Optimum, OptimumCost: s.OptimumCost, OptimumVictims: s.OptimumVictims}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return nil, err

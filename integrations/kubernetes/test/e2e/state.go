@@ -268,7 +268,12 @@ func placeFillPod(ctx context.Context, client kubernetes.Interface, ns string, m
 	claimName := ""
 	if len(f.GPUs) > 0 {
 		claimName = f.Name + "-gpus"
-		if _, err := client.ResourceV1().ResourceClaims(ns).Create(ctx, makeClaim(ns, claimName, len(f.GPUs), false), metav1.CreateOptions{}); err != nil {
+		claim := makeClaim(ns, claimName, len(f.GPUs), false)
+		// The finalizer kube-scheduler puts on every claim it allocates: without it the
+		// resourceclaim controller never deallocates the claim once its pod is gone, so an
+		// evicted victim's GPUs would stay allocated forever.
+		claim.Finalizers = []string{resourcev1.Finalizer}
+		if _, err := client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("claim %s: %w", claimName, err)
 		}
 	}
