@@ -210,12 +210,13 @@ func writeResults(dir string, results []*Result) error {
 
 func markdown(results []*Result) string {
 	var b strings.Builder
-	b.WriteString("| scenario | GPUs as | scheduler | preemptor ran | topology | victims | cost | wasted | optimum (victims, cost) | PostFilter calls, total ms |\n")
+	b.WriteString("| scenario | GPUs as | scheduler | preemptor ran | topology | victims | cost | wasted | optimum (victims, cost) | PostFilter calls, total ms, p50/p99 ms |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		var timing []string
 		for _, p := range r.PostFilter {
-			timing = append(timing, fmt.Sprintf("%s %s: %d, %.1f", p.ExtensionPoint, p.Status, p.Count, 1000*p.SumSeconds))
+			timing = append(timing, fmt.Sprintf("%s %s: %d, %.1f, %.2g/%.2g", p.ExtensionPoint, p.Status, p.Count,
+				1000*p.SumSeconds, 1000*p.P50Seconds, 1000*p.P99Seconds))
 		}
 		ran := "no"
 		if r.PreemptorRan {

@@ -45,6 +45,9 @@ type Timing struct {
 	Status         string  `json:"status"`
 	Count          int     `json:"count"`
 	SumSeconds     float64 `json:"sum_seconds"`
+	// P50Seconds and P99Seconds are estimated from the histogram's buckets (histogram_quantile).
+	P50Seconds float64 `json:"p50_seconds"`
+	P99Seconds float64 `json:"p99_seconds"`
 }
 
 // Result is what one scheduler did in one scenario.
@@ -157,7 +160,8 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	for _, sample := range samples {
 		if sample.Count > 0 {
 			res.PostFilter = append(res.PostFilter, Timing{ExtensionPoint: sample.Labels["extension_point"],
-				Status: sample.Labels["status"], Count: int(sample.Count), SumSeconds: sample.Sum})
+				Status: sample.Labels["status"], Count: int(sample.Count), SumSeconds: sample.Sum,
+				P50Seconds: sample.Quantile(0.5), P99Seconds: sample.Quantile(0.99)})
 		}
 	}
 	sort.Slice(res.PostFilter, func(i, j int) bool {
