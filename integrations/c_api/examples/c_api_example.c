@@ -9,14 +9,14 @@
 #include "topopreempt_c.h"
 
 /* Every call returns a status; the cluster says what went wrong. */
-#define TRY(call)                                                                 \
-  do {                                                                            \
-    tp_status status_ = (call);                                                   \
-    if (status_ != TP_OK) {                                                       \
-      fprintf(stderr, "%s: %s: %s\n", #call, tp_status_name(status_),             \
-              tp_cluster_last_error(cluster));                                    \
-      exit(EXIT_FAILURE);                                                         \
-    }                                                                             \
+#define TRY(call)                                                     \
+  do {                                                                \
+    tp_status status_ = (call);                                       \
+    if (status_ != TP_OK) {                                           \
+      fprintf(stderr, "%s: %s: %s\n", #call, tp_status_name(status_), \
+              tp_cluster_last_error(cluster));                        \
+      exit(EXIT_FAILURE);                                             \
+    }                                                                 \
   } while (0)
 
 static tp_cluster* cluster;
@@ -90,7 +90,8 @@ int main(void) {
 
   /* 2. Events: every GPU busy with a training pod (priority 0 or 1, some work since checkpoint). */
   for (int n = 0; n < 2; ++n) {
-    for (int g = 0; g < 4; ++g, ++id) pod_started(id, (int)(id % 2), nodes[n], gpus[g], 600.0 * (double)id);
+    for (int g = 0; g < 4; ++g, ++id)
+      pod_started(id, (int)(id % 2), nodes[n], gpus[g], 600.0 * (double)id);
   }
 
   /* 3. A question: 2 GPUs in one NUMA node for an inference server, lost work as the cost. */
@@ -115,7 +116,8 @@ int main(void) {
     printf("  evict pod %llu (cost %.0f)\n", (unsigned long long)victims[v].id, victims[v].cost);
   }
   for (size_t e = 0; e < entry_count; ++e) {
-    printf("  replica %u gets %s / %s\n", entries[e].replica, entries[e].host, entries[e].host_path);
+    printf("  replica %u gets %s / %s\n", entries[e].replica, entries[e].host,
+           entries[e].host_path);
   }
 
   /* 4. Evict, bind, and mirror it all at once. */

@@ -57,15 +57,15 @@ extern "C" {
 
 typedef enum tp_status {
   TP_OK = 0,
-  TP_E_NULL = 1,       /* a required pointer or handle is NULL */
-  TP_E_INVALID = 2,    /* a bad argument: unknown level, negative amount, NaN cost input, a
-                          placement over capacity or breaking a guaranteed scope... */
-  TP_E_NOT_FOUND = 3,  /* unknown workload id or domain */
-  TP_E_CONFLICT = 4,   /* duplicate workload id or domain; a plan whose state moved */
-  TP_E_STATE = 5,      /* not allowed now (no topology yet, workloads still on a removed node) */
-  TP_E_ABI = 6,        /* a struct's struct_size does not match this library (use *_init) */
-  TP_E_NO_MEMORY = 7,  /* allocation failed; nothing changed */
-  TP_E_INTERNAL = 8    /* a library invariant failed (e.g. a plan failed verification) */
+  TP_E_NULL = 1,      /* a required pointer or handle is NULL */
+  TP_E_INVALID = 2,   /* a bad argument: unknown level, negative amount, NaN cost input, a
+                         placement over capacity or breaking a guaranteed scope... */
+  TP_E_NOT_FOUND = 3, /* unknown workload id or domain */
+  TP_E_CONFLICT = 4,  /* duplicate workload id or domain; a plan whose state moved */
+  TP_E_STATE = 5,     /* not allowed now (no topology yet, workloads still on a removed node) */
+  TP_E_ABI = 6,       /* a struct's struct_size does not match this library (use *_init) */
+  TP_E_NO_MEMORY = 7, /* allocation failed; nothing changed */
+  TP_E_INTERNAL = 8   /* a library invariant failed (e.g. a plan failed verification) */
 } tp_status;
 
 /* TP_ABI_VERSION of the library actually loaded. */
@@ -142,8 +142,8 @@ TP_API tp_status tp_cluster_define(tp_cluster* cluster, const tp_schema* schema)
  * numa > gpu), "gb200_nvl72_rack" (rack > node > socket > gpu). Levels: cluster > rack > the
  * shape's; schema: gpu_milli, gpu_memory_mib (device), cpu_milli, memory_mib (pooled). Pending
  * until sealed. Fails with TP_E_STATE while workloads are running. */
-TP_API tp_status tp_cluster_define_shape(tp_cluster* cluster, const char* shape,
-                                         uint32_t machines, uint32_t per_rack);
+TP_API tp_status tp_cluster_define_shape(tp_cluster* cluster, const char* shape, uint32_t machines,
+                                         uint32_t per_rack);
 
 /* Adds the domain `path` at `level`, below its parent (`path` without its last part), which
  * must exist (pending additions count). `capacity` is its own capacity (devices: device
@@ -174,18 +174,18 @@ TP_API tp_status tp_cluster_seal(tp_cluster* cluster);
 
 typedef struct tp_cluster_info {
   size_t struct_size;
-  int32_t sealed;            /* 1 once a topology was sealed */
-  uint32_t pending_edits;    /* edits since the last seal (0: the topology is current) */
-  uint64_t generation;       /* incremented by each successful seal */
-  size_t domains;            /* domains of the sealed topology */
-  size_t hosts;              /* domains at the host level */
-  size_t devices;            /* device leaves */
-  size_t workloads;          /* running workloads */
-  uint64_t state_version;    /* a digest of the state's change history: any successful event
-                                changes it, a failed call never does (0 before the first seal) */
-  size_t cached_deciders;    /* incremental deciders kept for repeated questions */
-  uint64_t reused_reads;     /* domain reads answered from deciders' caches, in all */
-  uint64_t fresh_reads;      /* domain reads done, in all */
+  int32_t sealed;         /* 1 once a topology was sealed */
+  uint32_t pending_edits; /* edits since the last seal (0: the topology is current) */
+  uint64_t generation;    /* incremented by each successful seal */
+  size_t domains;         /* domains of the sealed topology */
+  size_t hosts;           /* domains at the host level */
+  size_t devices;         /* device leaves */
+  size_t workloads;       /* running workloads */
+  uint64_t state_version; /* a digest of the state's change history: any successful event
+                             changes it, a failed call never does (0 before the first seal) */
+  size_t cached_deciders; /* incremental deciders kept for repeated questions */
+  uint64_t reused_reads;  /* domain reads answered from deciders' caches, in all */
+  uint64_t fresh_reads;   /* domain reads done, in all */
 } tp_cluster_info;
 TP_API void tp_cluster_info_init(tp_cluster_info* info);
 TP_API tp_status tp_cluster_get_info(tp_cluster* cluster, tp_cluster_info* info);
@@ -209,12 +209,12 @@ typedef struct tp_scope {
  * (min_replicas > 0) may instead be shrunk to min_replicas. */
 typedef struct tp_workload {
   size_t struct_size;
-  uint64_t id;           /* unique among running workloads and the preemptor */
-  const char* name;      /* for messages; may be NULL */
-  int32_t priority;      /* larger wins; only strictly lower priorities are victims */
-  int32_t preemptible;   /* default 1 */
-  int32_t replicas;      /* default 1 */
-  int32_t min_replicas;  /* 0: not elastic; else 1..replicas */
+  uint64_t id;          /* unique among running workloads and the preemptor */
+  const char* name;     /* for messages; may be NULL */
+  int32_t priority;     /* larger wins; only strictly lower priorities are victims */
+  int32_t preemptible;  /* default 1 */
+  int32_t replicas;     /* default 1 */
+  int32_t min_replicas; /* 0: not elastic; else 1..replicas */
   /* Per replica: `whole_devices` whole devices (then `demand` names no device dimension), or a
    * share of one device through device dimensions of `demand` (e.g. gpu_milli=500), plus
    * pooled dimensions (cpu_milli, memory_mib). */
@@ -237,8 +237,8 @@ TP_API void tp_workload_init(tp_workload* workload);
  * unique: Kubernetes and Slurm node names are), e.g. host "node-17", path "numa0/pci1/gpu3"; a
  * NULL or "" path is the host itself. */
 typedef struct tp_placement_entry {
-  uint32_t replica;         /* 0..replicas-1 */
-  const char* host;         /* NULL: `path` is from the root */
+  uint32_t replica; /* 0..replicas-1 */
+  const char* host; /* NULL: `path` is from the root */
   const char* path;
   const tp_amount* amounts; /* NULL with count 0 on a device: the whole device */
   size_t amount_count;
@@ -339,15 +339,15 @@ typedef struct tp_plan_info {
   const char* target_level; /* its level ("" when infeasible) */
   const char* target_host;  /* its host's name when it lies at or below a host, else "" */
   size_t victim_count;
-  size_t entry_count;       /* placement entries, all replicas */
+  size_t entry_count; /* placement entries, all replicas */
   int32_t replicas;
-  const char* explanation;  /* readable: why these victims, why other domains lost */
+  const char* explanation; /* readable: why these victims, why other domains lost */
   uint64_t domains_considered;
   uint64_t domains_solved;
   uint64_t nodes_explored;
   int32_t limit_reached;
   double seconds;
-  uint64_t generation;      /* the cluster's topology generation it was made on */
+  uint64_t generation; /* the cluster's topology generation it was made on */
 } tp_plan_info;
 TP_API void tp_plan_info_init(tp_plan_info* info);
 TP_API tp_status tp_plan_get_info(const tp_plan* plan, tp_plan_info* info);
@@ -367,20 +367,19 @@ typedef struct tp_victim {
 } tp_victim;
 
 /* The victims, sorted by id. Arrays and strings live as long as the plan. */
-TP_API tp_status tp_plan_get_victims(const tp_plan* plan, const tp_victim** victims,
-                                     size_t* count);
+TP_API tp_status tp_plan_get_victims(const tp_plan* plan, const tp_victim** victims, size_t* count);
 
 /* One entry of the preemptor's placement. */
 typedef struct tp_plan_entry {
   uint32_t replica;
-  const char* path;       /* from the root, e.g. "rack0/node3/numa1/gpu5" */
-  const char* host;       /* the host's name, e.g. "node3" */
-  const char* host_path;  /* below the host, e.g. "numa1/gpu5" ("" the host itself) */
-  const char* level;      /* the domain's level */
-  int32_t is_device;      /* 1 for a device leaf */
-  uint32_t device_index;  /* position among its host's devices (pre-order), for devices */
+  const char* path;      /* from the root, e.g. "rack0/node3/numa1/gpu5" */
+  const char* host;      /* the host's name, e.g. "node3" */
+  const char* host_path; /* below the host, e.g. "numa1/gpu5" ("" the host itself) */
+  const char* level;     /* the domain's level */
+  int32_t is_device;     /* 1 for a device leaf */
+  uint32_t device_index; /* position among its host's devices (pre-order), for devices */
   const tp_amount* amounts;
-  size_t amount_count;    /* the non-zero amounts taken */
+  size_t amount_count; /* the non-zero amounts taken */
 } tp_plan_entry;
 
 /* The placement, replica by replica (empty when infeasible). */

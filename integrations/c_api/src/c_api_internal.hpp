@@ -113,7 +113,8 @@ std::unique_ptr<Decider> make_branch_and_bound_decider(const Question& question)
 class WeightedTerms {
  public:
   static constexpr std::string_view name = "weighted_sum";
-  WeightedTerms(const std::vector<tp_cost_term>& terms, const std::vector<std::int32_t>& priorities);
+  WeightedTerms(const std::vector<tp_cost_term>& terms,
+                const std::vector<std::int32_t>& priorities);
   [[nodiscard]] double evict(const tp::Workload& victim) const;
   [[nodiscard]] double shrink(const tp::Workload& victim, std::int32_t dropped) const;
   /// Every term's floor, weighted: no action undercuts it since each term's price is at least
@@ -160,12 +161,17 @@ class DeciderFor final : public Decider {
   DeciderFor(Solver solver, Model model, tp::Workload preemptor)
       : model_(model), decider_(std::move(solver), std::move(model), std::move(preemptor)) {}
   tp::PreemptionPlan decide(const tp::Allocation& state) override { return decider_.decide(state); }
-  tp::PlanVerdict verify(const tp::Allocation& state, const tp::PreemptionPlan& plan) const override {
+  tp::PlanVerdict verify(const tp::Allocation& state,
+                         const tp::PreemptionPlan& plan) const override {
     return tp::verify_plan(state, decider_.preemptor(), plan, model_);
   }
   [[nodiscard]] std::string_view cost_name() const noexcept override { return Model::name; }
-  [[nodiscard]] std::uint64_t reused_reads() const noexcept override { return decider_.reused_reads(); }
-  [[nodiscard]] std::uint64_t fresh_reads() const noexcept override { return decider_.fresh_reads(); }
+  [[nodiscard]] std::uint64_t reused_reads() const noexcept override {
+    return decider_.reused_reads();
+  }
+  [[nodiscard]] std::uint64_t fresh_reads() const noexcept override {
+    return decider_.fresh_reads();
+  }
 
  private:
   Model model_;

@@ -15,18 +15,26 @@ WeightedTerms::WeightedTerms(const std::vector<tp_cost_term>& terms,
   for (const tp_cost_term& term : terms_) {
     double floor = 0.0;  // priority_weighted declares none: a shrink may cost arbitrarily little
     switch (term.model) {
-      case TP_COST_VICTIM_COUNT: floor = 1.0; break;
+      case TP_COST_VICTIM_COUNT:
+        floor = 1.0;
+        break;
       case TP_COST_KUBERNETES_ORDER:
         if (!kubernetes_) kubernetes_.emplace(priorities, term.base);
         floor = 1.0;
         break;
-      case TP_COST_LOST_WORK: floor = tp::cost::lost_work{.floor = term.floor}.least_price(); break;
+      case TP_COST_LOST_WORK:
+        floor = tp::cost::lost_work{.floor = term.floor}.least_price();
+        break;
       case TP_COST_RELOAD_TIME:
-        floor = tp::cost::reload_time{.bandwidth_gib_per_s = term.bandwidth_gib_per_s, .floor = term.floor}
+        floor = tp::cost::reload_time{.bandwidth_gib_per_s = term.bandwidth_gib_per_s,
+                                      .floor = term.floor}
                     .least_price();
         break;
-      case TP_COST_EXTRA: floor = term.floor; break;
-      default: break;
+      case TP_COST_EXTRA:
+        floor = term.floor;
+        break;
+      default:
+        break;
     }
     least_price_ += term.weight * floor;
   }
@@ -35,21 +43,28 @@ WeightedTerms::WeightedTerms(const std::vector<tp_cost_term>& terms,
 double WeightedTerms::price(const tp_cost_term& term, const tp::Workload& victim,
                             std::optional<std::int32_t> dropped) const {
   const auto priced = [&](const auto& model) {
-    return dropped ? static_cast<double>(model.shrink(victim, *dropped)) : static_cast<double>(model.evict(victim));
+    return dropped ? static_cast<double>(model.shrink(victim, *dropped))
+                   : static_cast<double>(model.evict(victim));
   };
   switch (term.model) {
-    case TP_COST_PRIORITY_WEIGHTED: return priced(tp::cost::priority_weighted{.offset = term.offset});
-    case TP_COST_VICTIM_COUNT: return priced(tp::cost::victim_count{});
-    case TP_COST_KUBERNETES_ORDER: return priced(*kubernetes_);
-    case TP_COST_LOST_WORK: return priced(tp::cost::lost_work{.floor = term.floor});
+    case TP_COST_PRIORITY_WEIGHTED:
+      return priced(tp::cost::priority_weighted{.offset = term.offset});
+    case TP_COST_VICTIM_COUNT:
+      return priced(tp::cost::victim_count{});
+    case TP_COST_KUBERNETES_ORDER:
+      return priced(*kubernetes_);
+    case TP_COST_LOST_WORK:
+      return priced(tp::cost::lost_work{.floor = term.floor});
     case TP_COST_RELOAD_TIME:
-      return priced(tp::cost::reload_time{.bandwidth_gib_per_s = term.bandwidth_gib_per_s, .floor = term.floor});
+      return priced(tp::cost::reload_time{.bandwidth_gib_per_s = term.bandwidth_gib_per_s,
+                                          .floor = term.floor});
     case TP_COST_EXTRA: {
       // The caller's own price (a PodDisruptionBudget or SLO penalty), pro rata for a shrink.
       const double whole = term.floor + victim.cost.extra_cost;
       return dropped ? whole * *dropped / std::max(victim.replicas, 1) : whole;
     }
-    default: return 0.0;
+    default:
+      return 0.0;
   }
 }
 
@@ -67,9 +82,12 @@ double WeightedTerms::shrink(const tp::Workload& victim, std::int32_t dropped) c
 
 std::unique_ptr<Decider> make_decider(const Question& question) {
   switch (question.solver) {
-    case TP_SOLVER_GREEDY: return make_greedy_decider(question);
-    case TP_SOLVER_KNAPSACK: return make_knapsack_decider(question);
-    case TP_SOLVER_BRANCH_AND_BOUND: return make_branch_and_bound_decider(question);
+    case TP_SOLVER_GREEDY:
+      return make_greedy_decider(question);
+    case TP_SOLVER_KNAPSACK:
+      return make_knapsack_decider(question);
+    case TP_SOLVER_BRANCH_AND_BOUND:
+      return make_branch_and_bound_decider(question);
   }
   fail(TP_E_INVALID, "unknown solver");
 }
@@ -77,22 +95,26 @@ std::unique_ptr<Decider> make_decider(const Question& question) {
 namespace {
 
 /// The question `options` asks for `preemptor`, validated.
-Question to_question(const tp_cluster& cluster, tp::Workload preemptor, const tp_plan_options* options) {
+Question to_question(const tp_cluster& cluster, tp::Workload preemptor,
+                     const tp_plan_options* options) {
   if (options == nullptr) fail(TP_E_NULL, "options is NULL");
   check_struct_size(options->struct_size, sizeof(tp_plan_options), "tp_plan_options");
   Question question;
   if (options->solver != TP_SOLVER_GREEDY && options->solver != TP_SOLVER_KNAPSACK &&
       options->solver != TP_SOLVER_BRANCH_AND_BOUND) {
-    fail(TP_E_INVALID, "options: solver " + std::to_string(options->solver) + " is not a tp_solver");
+    fail(TP_E_INVALID,
+         "options: solver " + std::to_string(options->solver) + " is not a tp_solver");
   }
   question.solver = static_cast<tp_solver>(options->solver);
   question.node_limit = options->node_limit;
   if (!std::isfinite(options->time_limit_s) || options->time_limit_s < 0.0) {
-    fail(TP_E_INVALID, "options: time_limit_s must be finite and >= 0, got " + std::to_string(options->time_limit_s));
+    fail(TP_E_INVALID, "options: time_limit_s must be finite and >= 0, got " +
+                           std::to_string(options->time_limit_s));
   }
   question.time_limit_s = options->time_limit_s;
   if (options->cost_term_count < 1 || options->cost_term_count > TP_MAX_COST_TERMS) {
-    fail(TP_E_INVALID, "options: cost_term_count must be in 1.." + std::to_string(TP_MAX_COST_TERMS) + ", got " +
+    fail(TP_E_INVALID, "options: cost_term_count must be in 1.." +
+                           std::to_string(TP_MAX_COST_TERMS) + ", got " +
                            std::to_string(options->cost_term_count));
   }
   bool kubernetes = false;
@@ -101,8 +123,9 @@ Question to_question(const tp_cluster& cluster, tp::Workload preemptor, const tp
     const std::string where = "options: cost term " + std::to_string(i) + ": ";
     const auto check = [&](double value, const char* field, double least, bool strict) {
       if (!std::isfinite(value) || value < least || (strict && value == least)) {
-        fail(TP_E_INVALID, where + field + " is " + std::to_string(value) + "; it must be finite and " +
-                               (strict ? "> " : ">= ") + std::to_string(least));
+        fail(TP_E_INVALID, where + field + " is " + std::to_string(value) +
+                               "; it must be finite and " + (strict ? "> " : ">= ") +
+                               std::to_string(least));
       }
     };
     if (term.model < TP_COST_PRIORITY_WEIGHTED || term.model > TP_COST_EXTRA) {
@@ -117,7 +140,8 @@ Question to_question(const tp_cluster& cluster, tp::Workload preemptor, const tp
     question.terms.push_back(term);
   }
   if (kubernetes) {
-    for (const auto& [priority, count] : cluster.priorities) question.priorities.push_back(priority);
+    for (const auto& [priority, count] : cluster.priorities)
+      question.priorities.push_back(priority);
   }
   question.preemptor = std::move(preemptor);
   return question;
@@ -194,7 +218,9 @@ Decider& decider_for(tp_cluster& cluster, const Question& question) {
   return *cache.front().decider;
 }
 
-const char* keep(tp_plan& out, std::string text) { return out.strings.emplace_back(std::move(text)).c_str(); }
+const char* keep(tp_plan& out, std::string text) {
+  return out.strings.emplace_back(std::move(text)).c_str();
+}
 
 /// Everything the C side reads from a plan, owned by `out`.
 void fill(tp_plan& out, const tp::Topology& topology, std::string_view cost_name) {
@@ -202,10 +228,12 @@ void fill(tp_plan& out, const tp::Topology& topology, std::string_view cost_name
   const tp::ResourceSchema& schema = topology.schema();
   out.cost_name = keep(out, std::string(cost_name));
   std::vector<const char*> resource_names;
-  for (const auto& dimension : schema.dimensions()) resource_names.push_back(keep(out, dimension.name));
+  for (const auto& dimension : schema.dimensions())
+    resource_names.push_back(keep(out, dimension.name));
   const auto host_of = [&](tp::DomainId d) {
-    return topology.level(d) >= topology.host_level() ? topology.ancestor_at(d, topology.host_level())
-                                                      : tp::DomainId{};
+    return topology.level(d) >= topology.host_level()
+               ? topology.ancestor_at(d, topology.host_level())
+               : tp::DomainId{};
   };
   if (plan.target_domain.valid()) {
     out.target = keep(out, topology.path(plan.target_domain));
@@ -226,7 +254,8 @@ void fill(tp_plan& out, const tp::Topology& topology, std::string_view cost_name
   }
   std::size_t amount_total = 0;
   for (const auto& replica : plan.placement.replicas) {
-    for (const auto& entry : replica.entries) amount_total += static_cast<std::size_t>((entry.amount.array() != 0).count());
+    for (const auto& entry : replica.entries)
+      amount_total += static_cast<std::size_t>((entry.amount.array() != 0).count());
   }
   out.amounts.reserve(amount_total);  // entries point into it: no reallocation after this
   for (std::size_t r = 0; r < plan.placement.replicas.size(); ++r) {
@@ -238,8 +267,9 @@ void fill(tp_plan& out, const tp::Topology& topology, std::string_view cost_name
       const tp::DomainId host = host_of(entry.domain);
       const std::string host_path = host.valid() ? topology.path(host) : std::string();
       e.host = keep(out, host.valid() ? std::string(topology.local_name(host)) : std::string());
-      e.host_path = keep(out, host.valid() && path.size() > host_path.size() ? path.substr(host_path.size() + 1)
-                                                                             : std::string());
+      e.host_path = keep(out, host.valid() && path.size() > host_path.size()
+                                  ? path.substr(host_path.size() + 1)
+                                  : std::string());
       e.level = keep(out, topology.levels()[topology.level(entry.domain)]);
       e.is_device = topology.is_device(entry.domain) ? 1 : 0;
       e.device_index = e.is_device != 0 ? topology.device_ordinal(entry.domain) : 0;
@@ -248,7 +278,8 @@ void fill(tp_plan& out, const tp::Topology& topology, std::string_view cost_name
         const tp::Amount amount = entry.amount(static_cast<Eigen::Index>(dim));
         if (amount != 0) out.amounts.push_back({resource_names[dim], amount});
       }
-      e.amount_count = static_cast<std::size_t>(out.amounts.data() + out.amounts.size() - e.amounts);
+      e.amount_count =
+          static_cast<std::size_t>(out.amounts.data() + out.amounts.size() - e.amounts);
       if (e.amount_count == 0) e.amounts = nullptr;
       out.entries.push_back(e);
     }
@@ -282,8 +313,8 @@ void tp_plan_options_init(tp_plan_options* options) {
   for (tp_cost_term& term : options->cost) tp_cost_term_init(&term, TP_COST_PRIORITY_WEIGHTED);
 }
 
-tp_status tp_cluster_plan(tp_cluster* cluster, const tp_workload* preemptor, const tp_plan_options* options,
-                          tp_plan** plan) {
+tp_status tp_cluster_plan(tp_cluster* cluster, const tp_workload* preemptor,
+                          const tp_plan_options* options, tp_plan** plan) {
   if (plan != nullptr) *plan = nullptr;
   return guarded(cluster, [&] {
     if (plan == nullptr) fail(TP_E_NULL, "plan (the out pointer) is NULL");
@@ -316,10 +347,12 @@ tp_status tp_cluster_plan(tp_cluster* cluster, const tp_workload* preemptor, con
 tp_status tp_cluster_commit(tp_cluster* cluster, const tp_plan* plan) {
   return guarded(cluster, [&] {
     if (plan == nullptr) fail(TP_E_NULL, "plan is NULL");
-    if (plan->cluster_serial != cluster->serial) fail(TP_E_STATE, "the plan was made on another cluster");
+    if (plan->cluster_serial != cluster->serial)
+      fail(TP_E_STATE, "the plan was made on another cluster");
     if (plan->generation != cluster->generation || !cluster->state) {
-      fail(TP_E_STATE, "the plan was made on topology generation " + std::to_string(plan->generation) +
-                           ", the cluster is at " + std::to_string(cluster->generation) + "; plan again");
+      fail(TP_E_STATE, "the plan was made on topology generation " +
+                           std::to_string(plan->generation) + ", the cluster is at " +
+                           std::to_string(cluster->generation) + "; plan again");
     }
     tp::Allocation& state = *cluster->state;
     std::vector<std::int32_t> gone;
@@ -332,7 +365,8 @@ tp_status tp_cluster_commit(tp_cluster* cluster, const tp_plan* plan) {
     const tp::CommitResult result = tp::commit(state, plan->plan, plan->preemptor);
     if (!result.committed) {
       std::string moved;
-      for (const tp::DomainId d : result.moved) moved += (moved.empty() ? "" : ", ") + cluster->topology->describe(d);
+      for (const tp::DomainId d : result.moved)
+        moved += (moved.empty() ? "" : ", ") + cluster->topology->describe(d);
       fail(TP_E_CONFLICT, "the plan for " + plan->preemptor.label() + " is stale: " + moved +
                               " changed since it was made; nothing was applied, plan again");
     }
@@ -355,10 +389,18 @@ tp_status tp_plan_get_info(const tp_plan* plan, tp_plan_info* info) {
   tp_plan_info out{};
   out.struct_size = sizeof(tp_plan_info);
   switch (p.status) {
-    case tp::PlanStatus::optimal: out.status = TP_PLAN_OPTIMAL; break;
-    case tp::PlanStatus::feasible: out.status = TP_PLAN_FEASIBLE; break;
-    case tp::PlanStatus::infeasible: out.status = TP_PLAN_INFEASIBLE; break;
-    case tp::PlanStatus::no_preemption_needed: out.status = TP_PLAN_NO_PREEMPTION_NEEDED; break;
+    case tp::PlanStatus::optimal:
+      out.status = TP_PLAN_OPTIMAL;
+      break;
+    case tp::PlanStatus::feasible:
+      out.status = TP_PLAN_FEASIBLE;
+      break;
+    case tp::PlanStatus::infeasible:
+      out.status = TP_PLAN_INFEASIBLE;
+      break;
+    case tp::PlanStatus::no_preemption_needed:
+      out.status = TP_PLAN_NO_PREEMPTION_NEEDED;
+      break;
   }
   out.preemptor = plan->preemptor.id.value;
   out.cost = p.cost;

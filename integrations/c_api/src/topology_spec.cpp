@@ -80,7 +80,8 @@ std::optional<std::uint32_t> TopologySpec::find(std::string_view path, std::uint
 
 std::string TopologySpec::path_of(std::uint32_t index) const {
   std::vector<const std::string*> parts;
-  for (std::uint32_t at = index; at != 0; at = domains[at].parent) parts.push_back(&domains[at].name);
+  for (std::uint32_t at = index; at != 0; at = domains[at].parent)
+    parts.push_back(&domains[at].name);
   std::string text;
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
     if (!text.empty()) text += '/';
@@ -101,7 +102,8 @@ std::uint32_t TopologySpec::add(std::string_view path, std::string_view level,
   }
   const auto parent = find(parent_path);
   if (!parent) {
-    fail(TP_E_NOT_FOUND, "domain " + quoted + ": no parent domain '" + std::string(parent_path) + "'");
+    fail(TP_E_NOT_FOUND,
+         "domain " + quoted + ": no parent domain '" + std::string(parent_path) + "'");
   }
   const auto level_it = std::find(levels.begin(), levels.end(), level);
   if (level_it == levels.end()) {
@@ -126,11 +128,12 @@ std::uint32_t TopologySpec::add(std::string_view path, std::string_view level,
     fail(TP_E_CONFLICT, "domain " + quoted + " already exists");
   }
   for (std::size_t dim = 0; dim < schema.size(); ++dim) {
-    if (capacity(static_cast<Eigen::Index>(dim)) > 0 && schema.is_device(dim) != (level_index == device_level)) {
-      fail(TP_E_INVALID, "domain " + quoted + ": '" + schema[dim].name + "' is a " +
-                             (schema.is_device(dim) ? "device" : "pooled") + " dimension, which only " +
-                             (schema.is_device(dim) ? "devices" : "domains that are not devices") +
-                             " may hold");
+    if (capacity(static_cast<Eigen::Index>(dim)) > 0 &&
+        schema.is_device(dim) != (level_index == device_level)) {
+      fail(TP_E_INVALID,
+           "domain " + quoted + ": '" + schema[dim].name + "' is a " +
+               (schema.is_device(dim) ? "device" : "pooled") + " dimension, which only " +
+               (schema.is_device(dim) ? "devices" : "domains that are not devices") + " may hold");
     }
   }
   if (domains.size() >= no_index - 1) fail(TP_E_INVALID, "too many domains");
@@ -193,9 +196,9 @@ tp::Topology TopologySpec::build(std::vector<std::uint32_t>& spec_to_id) const {
     const std::uint32_t child = domain.children[next_child++];
     const SpecDomain& child_domain = domains[child];
     if (!child_domain.alive) continue;
-    const auto handle = builder.add(tp::TopologyBuilder::Handle{spec_to_id[at]},
-                                    levels[child_domain.level], child_domain.name,
-                                    child_domain.capacity);
+    const auto handle =
+        builder.add(tp::TopologyBuilder::Handle{spec_to_id[at]}, levels[child_domain.level],
+                    child_domain.name, child_domain.capacity);
     spec_to_id[child] = handle.index;
     if (child_domain.affinity) builder.set_affinity(handle, *child_domain.affinity);
     stack.emplace_back(child, 0U);

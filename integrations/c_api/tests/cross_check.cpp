@@ -28,20 +28,24 @@ struct PlanDeleter {
 const char* const scope_levels[] = {"numa", "pcie_switch", "socket", "node"};
 
 /// A random workload the state can hold right now (1, 2 or 4 GPUs, some CPU).
-tp::Workload random_workload(std::mt19937_64& random, std::uint64_t id, const tp::Topology& topology) {
+tp::Workload random_workload(std::mt19937_64& random, std::uint64_t id,
+                             const tp::Topology& topology) {
   tp::Workload w;
   w.id = tp::WorkloadId{id};
   w.priority = static_cast<std::int32_t>(random() % 5);
   w.demand.whole_devices = 1 << (random() % 3);
-  w.demand.resources = topology.schema().make({{"cpu_milli", 1000 * static_cast<tp::Amount>(random() % 3)}});
-  if (random() % 3 != 0) w.replica_scope = tp::TopologyRequirement::guaranteed(scope_levels[random() % 4]);
+  w.demand.resources =
+      topology.schema().make({{"cpu_milli", 1000 * static_cast<tp::Amount>(random() % 3)}});
+  if (random() % 3 != 0)
+    w.replica_scope = tp::TopologyRequirement::guaranteed(scope_levels[random() % 4]);
   w.cost.seconds_since_checkpoint = static_cast<double>(random() % 3600);
   w.cost.model_size_gib = static_cast<double>(random() % 80);
   return w;
 }
 
 /// `w` as the C interface's struct; `demand` keeps the amounts it points to.
-tp_workload to_c(const tp::Workload& w, const tp::Topology& topology, std::vector<tp_amount>& demand) {
+tp_workload to_c(const tp::Workload& w, const tp::Topology& topology,
+                 std::vector<tp_amount>& demand) {
   tp_workload c;
   tp_workload_init(&c);
   c.id = w.id.value;
@@ -50,7 +54,8 @@ tp_workload to_c(const tp::Workload& w, const tp::Topology& topology, std::vecto
   c.whole_devices = w.demand.whole_devices;
   demand.clear();
   for (std::size_t dim = 0; dim < topology.schema().size(); ++dim) {
-    const tp::Amount amount = w.demand.resources.size() == 0 ? 0 : w.demand.resources(static_cast<Eigen::Index>(dim));
+    const tp::Amount amount =
+        w.demand.resources.size() == 0 ? 0 : w.demand.resources(static_cast<Eigen::Index>(dim));
     if (amount != 0) demand.push_back({topology.schema()[dim].name.c_str(), amount});
   }
   c.demand = demand.data();
@@ -85,7 +90,8 @@ void mirror_start(tp_cluster* cluster, const tp::Workload& w, const tp::Placemen
   std::size_t e = 0;
   for (std::size_t r = 0; r < placement.replicas.size(); ++r) {
     for (std::size_t i = 0; i < placement.replicas[r].entries.size(); ++i, ++e) {
-      entries.push_back({static_cast<std::uint32_t>(r), nullptr, paths[e].c_str(), amounts[e].data(), amounts[e].size()});
+      entries.push_back({static_cast<std::uint32_t>(r), nullptr, paths[e].c_str(),
+                         amounts[e].data(), amounts[e].size()});
     }
   }
   REQUIRE_MESSAGE(tp_cluster_workload_start(cluster, &c, entries.data(), entries.size()) == TP_OK,
@@ -93,7 +99,8 @@ void mirror_start(tp_cluster* cluster, const tp::Workload& w, const tp::Placemen
 }
 
 /// Compares the C interface's plan with the library's cold plan.
-void check_same(const tp_plan* c_plan, const tp::PreemptionPlan& expected, const tp::Topology& topology) {
+void check_same(const tp_plan* c_plan, const tp::PreemptionPlan& expected,
+                const tp::Topology& topology) {
   tp_plan_info info;
   tp_plan_info_init(&info);
   REQUIRE(tp_plan_get_info(c_plan, &info) == TP_OK);
@@ -103,14 +110,16 @@ void check_same(const tp_plan* c_plan, const tp::PreemptionPlan& expected, const
   CHECK(info.lower_bound == expected.lower_bound);
   CHECK(std::string(info.solver) == expected.solver);
   CHECK(std::string(info.explanation) == expected.explanation);
-  CHECK(std::string(info.target) == (expected.target_domain.valid() ? topology.path(expected.target_domain) : ""));
+  CHECK(std::string(info.target) ==
+        (expected.target_domain.valid() ? topology.path(expected.target_domain) : ""));
   const tp_victim* victims = nullptr;
   std::size_t count = 0;
   REQUIRE(tp_plan_get_victims(c_plan, &victims, &count) == TP_OK);
   REQUIRE(count == expected.victims.size());
   for (std::size_t v = 0; v < count; ++v) {
     CHECK(victims[v].id == expected.victims[v].id.value);
-    CHECK((victims[v].action == TP_VICTIM_SHRINK) == (expected.victims[v].action == tp::VictimAction::shrink));
+    CHECK((victims[v].action == TP_VICTIM_SHRINK) ==
+          (expected.victims[v].action == tp::VictimAction::shrink));
     CHECK(victims[v].cost == expected.victims[v].cost);
   }
   const tp_plan_entry* entries = nullptr;
@@ -138,10 +147,11 @@ void compare(tp_cluster* cluster, const Solver& solver, tp_solver c_solver, cons
   std::vector<tp_amount> demand;
   const tp_workload c = to_c(preemptor, state.topology(), demand);
   tp_plan* raw = nullptr;
-  REQUIRE_MESSAGE(tp_cluster_plan(cluster, &c, &options, &raw) == TP_OK, tp_cluster_last_error(cluster));
+  REQUIRE_MESSAGE(tp_cluster_plan(cluster, &c, &options, &raw) == TP_OK,
+                  tp_cluster_last_error(cluster));
   const std::unique_ptr<tp_plan, PlanDeleter> plan(raw);
-  INFO("solver " << expected.solver << ", cost " << Model::name << ", preemptor " << preemptor.demand.whole_devices
-                 << " GPUs at " << preemptor.replica_scope.level);
+  INFO("solver " << expected.solver << ", cost " << Model::name << ", preemptor "
+                 << preemptor.demand.whole_devices << " GPUs at " << preemptor.replica_scope.level);
   check_same(plan.get(), expected, state.topology());
 }
 
@@ -158,7 +168,8 @@ TEST_CASE("the C interface plans what the library plans, on random states") {
   for (std::uint64_t seed = 1; seed <= 6; ++seed) {
     CAPTURE(seed);
     std::mt19937_64 random(seed);
-    auto topology = std::make_shared<const tp::Topology>(tp::shapes::cluster(tp::shapes::dense_8gpu_server(), 6, 3));
+    auto topology = std::make_shared<const tp::Topology>(
+        tp::shapes::cluster(tp::shapes::dense_8gpu_server(), 6, 3));
     tp::Allocation state(topology);
     const std::unique_ptr<tp_cluster, ClusterDeleter> cluster(tp_cluster_create());
     REQUIRE(tp_cluster_define_shape(cluster.get(), "dense_8gpu_server", 6, 3) == TP_OK);
@@ -191,12 +202,13 @@ TEST_CASE("the C interface plans what the library plans, on random states") {
       const auto bnb = tp::solvers::branch_and_bound;
       compare(cluster.get(), bnb, TP_SOLVER_BRANCH_AND_BOUND, tp::cost::priority_weighted{},
               term_of(TP_COST_PRIORITY_WEIGHTED), state, preemptor);
-      compare(cluster.get(), bnb, TP_SOLVER_BRANCH_AND_BOUND, tp::cost::lost_work{}, term_of(TP_COST_LOST_WORK),
-              state, preemptor);
+      compare(cluster.get(), bnb, TP_SOLVER_BRANCH_AND_BOUND, tp::cost::lost_work{},
+              term_of(TP_COST_LOST_WORK), state, preemptor);
       compare(cluster.get(), tp::solvers::knapsack, TP_SOLVER_KNAPSACK, tp::cost::victim_count{},
               term_of(TP_COST_VICTIM_COUNT), state, preemptor);
-      compare(cluster.get(), tp::solvers::greedy, TP_SOLVER_GREEDY, tp::cost::kubernetes_order::of(state),
-              term_of(TP_COST_KUBERNETES_ORDER), state, preemptor);
+      compare(cluster.get(), tp::solvers::greedy, TP_SOLVER_GREEDY,
+              tp::cost::kubernetes_order::of(state), term_of(TP_COST_KUBERNETES_ORDER), state,
+              preemptor);
       compare(cluster.get(), tp::solvers::greedy, TP_SOLVER_GREEDY, tp::cost::reload_time{},
               term_of(TP_COST_RELOAD_TIME), state, preemptor);
       // Asked again after a change: the decider reuses reads and still agrees.

@@ -11,26 +11,25 @@
 
 static int failures = 0;
 
-#define CHECK(condition)                                                        \
-  do {                                                                          \
-    if (!(condition)) {                                                         \
+#define CHECK(condition)                                                            \
+  do {                                                                              \
+    if (!(condition)) {                                                             \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #condition); \
-      ++failures;                                                               \
-    }                                                                           \
+      ++failures;                                                                   \
+    }                                                                               \
   } while (0)
 
 /* `call` returns `expected`, and the message names `needle` (on failure) or is empty. */
-#define EXPECT(cluster, call, expected, needle)                                          \
-  do {                                                                                   \
-    tp_status status_ = (call);                                                          \
-    const char* message_ = tp_cluster_last_error(cluster);                              \
-    if (status_ != (expected) || strstr(message_, (needle)) == NULL ||                  \
-        ((expected) == TP_OK) != (message_[0] == '\0')) {                               \
-      fprintf(stderr, "%s:%d: %s gave %s '%s', expected %s naming '%s'\n", __FILE__,    \
-              __LINE__, #call, tp_status_name(status_), message_, tp_status_name(expected), \
-              (needle));                                                                 \
-      ++failures;                                                                        \
-    }                                                                                    \
+#define EXPECT(cluster, call, expected, needle)                                                \
+  do {                                                                                         \
+    tp_status status_ = (call);                                                                \
+    const char* message_ = tp_cluster_last_error(cluster);                                     \
+    if (status_ != (expected) || strstr(message_, (needle)) == NULL ||                         \
+        ((expected) == TP_OK) != (message_[0] == '\0')) {                                      \
+      fprintf(stderr, "%s:%d: %s gave %s '%s', expected %s naming '%s'\n", __FILE__, __LINE__, \
+              #call, tp_status_name(status_), message_, tp_status_name(expected), (needle));   \
+      ++failures;                                                                              \
+    }                                                                                          \
   } while (0)
 
 #define OK(cluster, call) EXPECT(cluster, call, TP_OK, "")
@@ -67,17 +66,23 @@ static void add_node(tp_cluster* cluster, const char* rack, int node) {
   }
 }
 
-static tp_cluster* make_cluster(void) {
-  tp_cluster* cluster = tp_cluster_create();
+/* The schema of `levels` and `resources` with hosts at `host_level`. */
+static tp_schema schema_of(const char* host_level) {
   tp_schema schema;
-  CHECK(cluster != NULL);
   tp_schema_init(&schema);
   schema.levels = levels;
   schema.level_count = 6;
   schema.device_level = "gpu";
-  schema.host_level = "node";
+  schema.host_level = host_level;
   schema.resources = resources;
   schema.resource_count = 2;
+  return schema;
+}
+
+static tp_cluster* make_cluster(void) {
+  tp_cluster* cluster = tp_cluster_create();
+  const tp_schema schema = schema_of("node");
+  CHECK(cluster != NULL);
   OK(cluster, tp_cluster_define(cluster, &schema));
   OK(cluster, tp_cluster_add_domain(cluster, "rack0", "rack", NULL, 0));
   OK(cluster, tp_cluster_add_domain(cluster, "rack1", "rack", NULL, 0));
@@ -195,38 +200,44 @@ static void test_topology_errors(void) {
   const double affinity[4] = {0, 1, 1, 0};
   tp_cluster_info info;
   /* Nothing before a topology is defined. */
-  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0", "rack", NULL, 0), TP_E_STATE, "tp_cluster_define");
+  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0", "rack", NULL, 0), TP_E_STATE,
+         "tp_cluster_define");
   EXPECT(cluster, tp_cluster_seal(cluster), TP_E_STATE, "no topology");
   EXPECT(cluster, tp_cluster_workload_finish(cluster, 1), TP_E_STATE, "tp_cluster_seal");
   EXPECT(cluster, tp_cluster_define(cluster, NULL), TP_E_NULL, "schema");
   tp_schema_init(&schema);
   schema.struct_size = 0;
   EXPECT(cluster, tp_cluster_define(cluster, &schema), TP_E_ABI, "tp_schema_init");
-  tp_schema_init(&schema);
-  schema.levels = levels;
-  schema.level_count = 6;
-  schema.device_level = "gpu";
-  schema.host_level = "socket";
-  schema.resources = resources;
-  schema.resource_count = 2;
+  schema = schema_of("socket");
   EXPECT(cluster, tp_cluster_define(cluster, &schema), TP_E_INVALID, "socket");
   schema.host_level = "node";
   OK(cluster, tp_cluster_define(cluster, &schema));
-  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0", "shelf", NULL, 0), TP_E_INVALID, "unknown level 'shelf'");
-  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack9/node0", "node", NULL, 0), TP_E_NOT_FOUND, "rack9");
-  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0//node0", "node", NULL, 0), TP_E_INVALID, "rack0//node0");
+  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0", "shelf", NULL, 0), TP_E_INVALID,
+         "unknown level 'shelf'");
+  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack9/node0", "node", NULL, 0), TP_E_NOT_FOUND,
+         "rack9");
+  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0//node0", "node", NULL, 0), TP_E_INVALID,
+         "rack0//node0");
   EXPECT(cluster, tp_cluster_add_domain(cluster, NULL, "node", NULL, 0), TP_E_NULL, "path");
   OK(cluster, tp_cluster_add_domain(cluster, "rack0", "rack", NULL, 0));
-  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0", "rack", NULL, 0), TP_E_CONFLICT, "already exists");
-  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0", "rack", NULL, 0), TP_E_INVALID, "deeper");
-  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0", "node", &gpu, 1), TP_E_INVALID, "gpu_milli");
-  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0", "node", &negative, 1), TP_E_INVALID, "negative");
-  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0", "node", &unknown, 1), TP_E_INVALID, "'tpu'");
-  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0", "node", NULL, 1), TP_E_NULL, "amounts");
+  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0", "rack", NULL, 0), TP_E_CONFLICT,
+         "already exists");
+  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0", "rack", NULL, 0), TP_E_INVALID,
+         "deeper");
+  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0", "node", &gpu, 1), TP_E_INVALID,
+         "gpu_milli");
+  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0", "node", &negative, 1), TP_E_INVALID,
+         "negative");
+  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0", "node", &unknown, 1), TP_E_INVALID,
+         "'tpu'");
+  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0", "node", NULL, 1), TP_E_NULL,
+         "amounts");
   OK(cluster, tp_cluster_add_domain(cluster, "rack0/node0", "node", NULL, 0));
   OK(cluster, tp_cluster_add_domain(cluster, "rack0/node0/gpu0", "gpu", &gpu, 1));
-  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0/gpu0/x", "gpu", &gpu, 1), TP_E_INVALID, "leaves");
-  EXPECT(cluster, tp_cluster_set_affinity(cluster, "rack0", affinity, 2), TP_E_INVALID, "host level");
+  EXPECT(cluster, tp_cluster_add_domain(cluster, "rack0/node0/gpu0/x", "gpu", &gpu, 1),
+         TP_E_INVALID, "leaves");
+  EXPECT(cluster, tp_cluster_set_affinity(cluster, "rack0", affinity, 2), TP_E_INVALID,
+         "host level");
   EXPECT(cluster, tp_cluster_set_affinity(cluster, "rack0/node0", NULL, 2), TP_E_NULL, "NULL");
   OK(cluster, tp_cluster_set_affinity(cluster, "rack0/node0", affinity, 2));
   /* A 2x2 matrix for a host of one device is refused at seal, and the edits stay pending. */
@@ -240,16 +251,21 @@ static void test_topology_errors(void) {
   EXPECT(cluster, tp_cluster_remove_domain(cluster, "rack7"), TP_E_NOT_FOUND, "rack7");
   EXPECT(cluster, tp_cluster_remove_domain(cluster, ""), TP_E_INVALID, "root");
   /* Shapes. */
-  EXPECT(cluster, tp_cluster_add_machine(cluster, "rack0/node1", "hgx_h100"), TP_E_INVALID, "standard resources");
-  EXPECT(cluster, tp_cluster_define_shape(cluster, "dgx_z", 2, 1), TP_E_INVALID, "unknown machine shape 'dgx_z'");
+  EXPECT(cluster, tp_cluster_add_machine(cluster, "rack0/node1", "hgx_h100"), TP_E_INVALID,
+         "standard resources");
+  EXPECT(cluster, tp_cluster_define_shape(cluster, "dgx_z", 2, 1), TP_E_INVALID,
+         "unknown machine shape 'dgx_z'");
   EXPECT(cluster, tp_cluster_define_shape(cluster, "hgx_h100", 0, 1), TP_E_INVALID, "machines");
   OK(cluster, tp_cluster_define_shape(cluster, "hgx_h100", 4, 2));
   OK(cluster, tp_cluster_add_domain(cluster, "rack2", "rack", NULL, 0));
   OK(cluster, tp_cluster_add_machine(cluster, "rack2/node4", "hgx_h100"));
-  EXPECT(cluster, tp_cluster_add_machine(cluster, "rack2/node4", "hgx_h100"), TP_E_CONFLICT, "already exists");
+  EXPECT(cluster, tp_cluster_add_machine(cluster, "rack2/node4", "hgx_h100"), TP_E_CONFLICT,
+         "already exists");
   /* A failed machine leaves nothing behind: the same path can be added afterwards. */
-  EXPECT(cluster, tp_cluster_add_machine(cluster, "rack2/node5", "gb200_nvl72_rack"), TP_E_INVALID, "rack");
-  EXPECT(cluster, tp_cluster_add_machine(cluster, "rack2/node5", "rtx4090_server"), TP_E_INVALID, "core_group");
+  EXPECT(cluster, tp_cluster_add_machine(cluster, "rack2/node5", "gb200_nvl72_rack"), TP_E_INVALID,
+         "rack");
+  EXPECT(cluster, tp_cluster_add_machine(cluster, "rack2/node5", "rtx4090_server"), TP_E_INVALID,
+         "core_group");
   OK(cluster, tp_cluster_add_machine(cluster, "rack2/node5", "hgx_h100"));
   OK(cluster, tp_cluster_seal(cluster));
   OK(cluster, tp_cluster_get_info(cluster, &info));
@@ -268,12 +284,15 @@ static void test_workload_events(void) {
   fill(cluster);
   version = state_version(cluster, &workloads);
   CHECK(workloads == 16);
-  CHECK(tp_cluster_workload_running(cluster, 5) == 1 && tp_cluster_workload_running(cluster, 99) == 0);
+  CHECK(tp_cluster_workload_running(cluster, 5) == 1 &&
+        tp_cluster_workload_running(cluster, 99) == 0);
 
   /* Every refused event names its offender and changes nothing. */
-  EXPECT(cluster, start(cluster, 3, 0, "node0", 0, 0, 1), TP_E_CONFLICT, "workload 3 is already running");
+  EXPECT(cluster, start(cluster, 3, 0, "node0", 0, 0, 1), TP_E_CONFLICT,
+         "workload 3 is already running");
   EXPECT(cluster, start(cluster, 40, 0, "node9", 0, 0, 1), TP_E_NOT_FOUND, "no host 'node9'");
-  EXPECT(cluster, start(cluster, 40, 0, "node0", 0, 0, 1), TP_E_INVALID, "workload 40");  /* GPU taken */
+  EXPECT(cluster, start(cluster, 40, 0, "node0", 0, 0, 1), TP_E_INVALID,
+         "workload 40"); /* GPU taken */
   EXPECT(cluster, start(cluster, 40, 0, "node0", 5, 0, 1), TP_E_NOT_FOUND, "numa5");
   EXPECT(cluster, tp_cluster_workload_start(cluster, NULL, NULL, 0), TP_E_NULL, "workload is NULL");
   tp_workload_init(&w);
@@ -284,13 +303,15 @@ static void test_workload_events(void) {
   w.id = 41;
   w.replica_scope.mode = TP_SCOPE_GUARANTEED;
   w.replica_scope.level = "socket";
-  EXPECT(cluster, tp_cluster_workload_start(cluster, &w, NULL, 0), TP_E_INVALID, "unknown topology level 'socket'");
+  EXPECT(cluster, tp_cluster_workload_start(cluster, &w, NULL, 0), TP_E_INVALID,
+         "unknown topology level 'socket'");
   w.replica_scope.mode = 7;
   EXPECT(cluster, tp_cluster_workload_start(cluster, &w, NULL, 0), TP_E_INVALID, "tp_scope_mode");
   tp_workload_init(&w);
   w.id = 41;
   w.seconds_since_checkpoint = nan("");
-  EXPECT(cluster, tp_cluster_workload_start(cluster, &w, NULL, 0), TP_E_INVALID, "seconds_since_checkpoint");
+  EXPECT(cluster, tp_cluster_workload_start(cluster, &w, NULL, 0), TP_E_INVALID,
+         "seconds_since_checkpoint");
   w.seconds_since_checkpoint = 0;
   w.extra_cost = -1;
   EXPECT(cluster, tp_cluster_workload_start(cluster, &w, NULL, 0), TP_E_INVALID, "extra_cost");
@@ -305,15 +326,18 @@ static void test_workload_events(void) {
   entry.amount_count = 1;
   w.demand = &too_much;
   w.demand_count = 1;
-  EXPECT(cluster, tp_cluster_workload_start(cluster, &w, &entry, 1), TP_E_INVALID, "workload 41");  /* over capacity */
+  EXPECT(cluster, tp_cluster_workload_start(cluster, &w, &entry, 1), TP_E_INVALID,
+         "workload 41"); /* over capacity */
   entry.replica = 1;
   EXPECT(cluster, tp_cluster_workload_start(cluster, &w, &entry, 1), TP_E_INVALID, "replica 1");
   entry.replica = 0;
   entry.path = NULL;
   EXPECT(cluster, tp_cluster_workload_start(cluster, &w, &entry, 1), TP_E_NULL, "path is NULL");
   EXPECT(cluster, tp_cluster_workload_finish(cluster, 77), TP_E_NOT_FOUND, "workload 77");
-  EXPECT(cluster, tp_cluster_workload_shrink(cluster, 77, &drop_first, 1), TP_E_NOT_FOUND, "workload 77");
-  EXPECT(cluster, tp_cluster_workload_shrink(cluster, 3, &drop_first, 1), TP_E_INVALID, "workload 3");  /* not elastic */
+  EXPECT(cluster, tp_cluster_workload_shrink(cluster, 77, &drop_first, 1), TP_E_NOT_FOUND,
+         "workload 77");
+  EXPECT(cluster, tp_cluster_workload_shrink(cluster, 3, &drop_first, 1), TP_E_INVALID,
+         "workload 3"); /* not elastic */
   EXPECT(cluster, tp_cluster_workload_shrink(cluster, 3, NULL, 1), TP_E_NULL, "replicas is NULL");
   CHECK(state_version(cluster, &workloads) == version);
   CHECK(workloads == 16);
@@ -336,11 +360,13 @@ static void test_workload_events(void) {
     gang[1].replica = 1;
     gang[1].path = "rack0/node1/numa0/pcie0/gpu0";
     OK(cluster, tp_cluster_workload_start(cluster, &elastic, gang, 2));
-    EXPECT(cluster, tp_cluster_workload_shrink(cluster, 50, &drop_first, 0), TP_E_INVALID, "no replica");
+    EXPECT(cluster, tp_cluster_workload_shrink(cluster, 50, &drop_first, 0), TP_E_INVALID,
+           "no replica");
     OK(cluster, tp_cluster_workload_shrink(cluster, 50, &drop_first, 1));
     {
       const int32_t again = 0;
-      EXPECT(cluster, tp_cluster_workload_shrink(cluster, 50, &again, 1), TP_E_INVALID, "workload 50");
+      EXPECT(cluster, tp_cluster_workload_shrink(cluster, 50, &again, 1), TP_E_INVALID,
+             "workload 50");
     }
   }
   CHECK(state_version(cluster, &workloads) != version);
@@ -400,7 +426,8 @@ static void test_plan_commit_replan(void) {
   EXPECT(cluster, tp_cluster_plan(cluster, &p, &options, &plan), TP_E_INVALID, "time_limit_s");
   options.time_limit_s = 0;
   p.replica_scope.level = "socket";
-  EXPECT(cluster, tp_cluster_plan(cluster, &p, &options, &plan), TP_E_INVALID, "preemptor 100 'serving'");
+  EXPECT(cluster, tp_cluster_plan(cluster, &p, &options, &plan), TP_E_INVALID,
+         "preemptor 100 'serving'");
   p.replica_scope.level = "numa";
   p.model_size_gib = INFINITY;
   EXPECT(cluster, tp_cluster_plan(cluster, &p, &options, &plan), TP_E_INVALID, "model_size_gib");
@@ -415,15 +442,19 @@ static void test_plan_commit_replan(void) {
   CHECK(tp_plan_get_info(plan, &info) == TP_OK);
   CHECK(info.status == TP_PLAN_OPTIMAL && info.victim_count == 2 && info.preemptor == 100);
   CHECK(info.lower_bound == info.cost && info.gap == 0.0);
-  CHECK(strcmp(info.solver, "branch_and_bound") == 0 && strcmp(info.cost_model, "priority_weighted") == 0);
-  CHECK(strcmp(info.target_level, "numa") == 0 && info.target_host[0] == 'n' && strstr(info.explanation, "optimal"));
+  CHECK(strcmp(info.solver, "branch_and_bound") == 0 &&
+        strcmp(info.cost_model, "priority_weighted") == 0);
+  CHECK(strcmp(info.target_level, "numa") == 0 && info.target_host[0] == 'n' &&
+        strstr(info.explanation, "optimal"));
   expect_victims(plan, 2);
   CHECK(tp_plan_get_placement(plan, &entries, &count) == TP_OK);
   CHECK(count == 2 && info.entry_count == 2 && info.replicas == 1);
   for (size_t i = 0; i < count; ++i) {
     CHECK(entries[i].is_device == 1 && strcmp(entries[i].level, "gpu") == 0);
-    CHECK(strstr(entries[i].path, entries[i].host_path) != NULL && strcmp(entries[i].host, info.target_host) == 0);
-    CHECK(entries[i].amount_count == 1 && strcmp(entries[i].amounts[0].resource, "gpu_milli") == 0 &&
+    CHECK(strstr(entries[i].path, entries[i].host_path) != NULL &&
+          strcmp(entries[i].host, info.target_host) == 0);
+    CHECK(entries[i].amount_count == 1 &&
+          strcmp(entries[i].amounts[0].resource, "gpu_milli") == 0 &&
           entries[i].amounts[0].amount == 1000);
   }
   info.struct_size = 3;
@@ -502,7 +533,8 @@ static void test_plan_commit_replan(void) {
     OK(cluster, tp_cluster_plan(cluster, &p, &options, &plan));
     tp_plan_info_init(&info);
     CHECK(tp_plan_get_info(plan, &info) == TP_OK && info.status == TP_PLAN_NO_PREEMPTION_NEEDED);
-    CHECK(tp_plan_get_placement(plan, &entries, &count) == TP_OK && count == 1 && entries[0].is_device == 0);
+    CHECK(tp_plan_get_placement(plan, &entries, &count) == TP_OK && count == 1 &&
+          entries[0].is_device == 0);
     OK(cluster, tp_cluster_commit(cluster, plan));
     CHECK(tp_cluster_workload_running(cluster, 103) == 1);
     tp_plan_destroy(plan);
@@ -533,7 +565,8 @@ static void test_topology_changes_keep_workloads(void) {
   EXPECT(cluster, start(cluster, 60, 0, "node4", 0, 0, 1), TP_E_NOT_FOUND, "node4");
   OK(cluster, tp_cluster_seal(cluster));
   OK(cluster, tp_cluster_get_info(cluster, &info));
-  CHECK(info.pending_edits == 0 && info.hosts == 5 && info.workloads == 16 && info.cached_deciders == 0);
+  CHECK(info.pending_edits == 0 && info.hosts == 5 && info.workloads == 16 &&
+        info.cached_deciders == 0);
   EXPECT(cluster, tp_cluster_commit(cluster, plan), TP_E_STATE, "generation");
   tp_plan_destroy(plan);
   /* Now the new node is empty: no preemption needed. */
@@ -542,7 +575,8 @@ static void test_topology_changes_keep_workloads(void) {
     tp_plan_info plan_info;
     tp_plan_info_init(&plan_info);
     CHECK(tp_plan_get_info(plan, &plan_info) == TP_OK);
-    CHECK(plan_info.status == TP_PLAN_NO_PREEMPTION_NEEDED && strcmp(plan_info.target_host, "node4") == 0);
+    CHECK(plan_info.status == TP_PLAN_NO_PREEMPTION_NEEDED &&
+          strcmp(plan_info.target_host, "node4") == 0);
   }
   tp_plan_destroy(plan);
   OK(cluster, start(cluster, 60, 0, "node4", 0, 0, 1));
@@ -572,6 +606,7 @@ int main(void) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return EXIT_FAILURE;
   }
-  printf("topopreempt C API: all checks passed (ABI %u, library %s)\n", tp_abi_version(), tp_library_version());
+  printf("topopreempt C API: all checks passed (ABI %u, library %s)\n", tp_abi_version(),
+         tp_library_version());
   return EXIT_SUCCESS;
 }
