@@ -198,6 +198,10 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		return pl.stock.PostFilter(ctx, state, pod, m)
 	}
 	node := plan.Hosts[0]
+	if node == "" {
+		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", "the plan places the pod on no host")
+		return pl.stock.PostFilter(ctx, state, pod, m)
+	}
 	if err := pl.evict(ctx, model, plan, node, &preemptor{pod: pod, pods: map[string]*corev1.Pod{pod.Name: pod}}); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
