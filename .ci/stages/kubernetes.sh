@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # CI stage: preemption scenarios on a real Kubernetes v1.37.2 control plane on 127.0.0.1.
-# Builds etcd v3.7, kube-apiserver, kube-controller-manager, KWOK and kube-scheduler (our
-# app.NewSchedulerCommand main) from the Go module integrations/kubernetes, starts them with
+# Builds the C ABI library (CMake), etcd v3.7, kube-apiserver, kube-controller-manager, KWOK and
+# kube-scheduler (our app.NewSchedulerCommand main with the TopoPreempt plugin, linked to the C
+# ABI through cgo) from the Go module integrations/kubernetes, starts them with
 # the DRA, Workload API, PodGroup preemption and topology-aware workload scheduling gates, and
-# runs every scenario with each scheduler variant on identical states (docs/kubernetes.md).
+# runs every scenario with stock kube-scheduler and with TopoPreempt on identical states, and
+# fails if TopoPreempt does worse than stock where the requirement is visible (docs/kubernetes.md).
 # Needs Go >= 1.26 and the Go module proxy; uses the standard GOCACHE/GOMODCACHE, so a warm
 # build cache makes the build step take seconds. Leaves no process running.
 # Usage: bash .ci/stages/kubernetes.sh   (from anywhere; output in build/kubernetes)
@@ -24,6 +26,17 @@ section "Go toolchain"
 go version
 go version | grep -Eq 'go1\.(2[6-9]|[3-9][0-9])' || { echo "ERROR: needs Go >= 1.26" >&2; exit 1; }
 
+section "build the C ABI library (static) for cgo"
+CAPI="$ROOT/build/c_api"
+timeout 1200 cmake -S "$ROOT" -B "$CAPI" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+  -DTOPOPREEMPT_BUILD_C_API=ON -DTOPOPREEMPT_BUILD_TESTS=OFF -DTOPOPREEMPT_BUILD_EXAMPLES=OFF \
+  -DTOPOPREEMPT_BUILD_BENCHMARKS=OFF -DTOPOPREEMPT_BUILD_TOOLS=OFF -DTOPOPREEMPT_BUILD_EXPERIMENTS=OFF \
+  ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} >/dev/null
+timeout 1200 cmake --build "$CAPI" --target topopreempt_c -j2
+export CGO_ENABLED=1
+export CGO_CFLAGS="-I$ROOT/integrations/c_api/include"
+export CGO_LDFLAGS="-L$CAPI/integrations/c_api"
+
 section "build the control plane, KWOK and kube-scheduler from the module (-p=$JOBS)"
 mkdir -p "$BIN"
 cd "$MODULE"
@@ -36,11 +49,16 @@ timeout 2400 go build -p="$JOBS" -trimpath -buildvcs=false -o "$BIN/" \
 timeout 900 go test -p="$JOBS" -trimpath -buildvcs=false -c -o "$BIN/e2e.test" ./test/e2e
 ls -la "$BIN"
 
-section "scenarios: stock kube-scheduler v1.37.2"
+section "the plugin's unit tests (model building and the C ABI through cgo)"
+timeout 600 go test -p="$JOBS" -trimpath -buildvcs=false ./plugin/
+
+section "scenarios: stock kube-scheduler v1.37.2 against TopoPreempt"
 # The test binary traps SIGTERM and stops every process it started; timeout sends SIGTERM first.
-timeout --kill-after=30 1200 "$BIN/e2e.test" -test.v -test.timeout=19m \
+# -baseline stock fails the run where TopoPreempt does worse than stock (compareWithBaseline).
+timeout --kill-after=30 2100 "$BIN/e2e.test" -test.v -test.timeout=34m \
   -bin "$BIN" \
   -variant "stock=$BIN/kube-scheduler:$MODULE/config/stock.yaml" \
+  -variant "topopreempt=$BIN/kube-scheduler:$MODULE/config/topopreempt.yaml" -baseline stock \
   -scale-nodes "${TOPOPREEMPT_K8S_SCALE_NODES:-1000}" -scale-modes extres,dra \
   -results "$BUILD/results"
 cat "$BUILD/results/results.md"

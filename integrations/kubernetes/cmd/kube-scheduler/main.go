@@ -15,10 +15,11 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics, as the stock binary
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric, as the stock binary
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	topopreempt "github.com/topopreempt/topopreempt/integrations/kubernetes/plugin"
 )
 
 func main() {
-	// Out-of-tree plugins go here: app.WithPlugin(topopreempt.Name, topopreempt.New).
-	command := app.NewSchedulerCommand()
+	command := app.NewSchedulerCommand(app.WithPlugin(topopreempt.Name, topopreempt.New))
 	os.Exit(cli.Run(command))
 }

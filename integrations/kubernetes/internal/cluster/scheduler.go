@@ -7,8 +7,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -94,11 +96,46 @@ func (c *Cluster) schedulerConfig(name, configPath string) (string, error) {
 	return path, os.WriteFile(path, out, 0o644)
 }
 
-// Sample is one series of a Prometheus histogram: the labels, the count and the sum.
+// Sample is one series of a Prometheus histogram: the labels, the count, the sum and the
+// cumulative buckets (upper bound -> count).
 type Sample struct {
-	Labels map[string]string
-	Count  float64
-	Sum    float64
+	Labels  map[string]string
+	Count   float64
+	Sum     float64
+	Buckets map[float64]float64
+}
+
+// Quantile estimates the q-quantile from the buckets the way PromQL's histogram_quantile does:
+// linear interpolation inside the bucket that holds it (the lowest bucket starts at 0; a
+// quantile in the +Inf bucket is the highest finite bound); 0 without observations.
+func (s Sample) Quantile(q float64) float64 {
+	bounds := make([]float64, 0, len(s.Buckets))
+	for b := range s.Buckets {
+		bounds = append(bounds, b)
+	}
+	sort.Float64s(bounds)
+	if len(bounds) == 0 || s.Count == 0 {
+		return 0
+	}
+	rank := q * s.Count
+	lower, below := 0.0, 0.0
+	for i, b := range bounds {
+		c := s.Buckets[b]
+		if c >= rank {
+			if math.IsInf(b, 1) {
+				if i == 0 {
+					return 0
+				}
+				return bounds[i-1]
+			}
+			if c == below {
+				return b
+			}
+			return lower + (b-lower)*(rank-below)/(c-below)
+		}
+		lower, below = b, c
+	}
+	return bounds[len(bounds)-1]
 }
 
 // ExtensionPointDurations scrapes scheduler_framework_extension_point_duration_seconds and
@@ -127,6 +164,8 @@ func (s *Scheduler) ExtensionPointDurations(points ...string) ([]Sample, error) 
 			kind = "sum"
 		case strings.HasPrefix(line, metric+"_count{"):
 			kind = "count"
+		case strings.HasPrefix(line, metric+"_bucket{"):
+			kind = "bucket"
 		default:
 			continue
 		}
@@ -139,13 +178,21 @@ func (s *Scheduler) ExtensionPointDurations(points ...string) ([]Sample, error) 
 		if err != nil {
 			return nil, fmt.Errorf("metrics line %q: %w", line, err)
 		}
-		key := line[open+1 : closing]
+		le := labels["le"]
+		delete(labels, "le")
+		key := fmt.Sprint(labels["extension_point"], "|", labels["status"], "|", labels["profile"])
 		sample := series[key]
 		if sample == nil {
-			sample = &Sample{Labels: labels}
+			sample = &Sample{Labels: labels, Buckets: map[float64]float64{}}
 			series[key] = sample
 		}
-		if kind == "sum" {
+		if kind == "bucket" {
+			bound, err := strconv.ParseFloat(le, 64)
+			if err != nil {
+				return nil, fmt.Errorf("metrics line %q: le: %w", line, err)
+			}
+			sample.Buckets[bound] = value
+		} else if kind == "sum" {
 			sample.Sum = value
 		} else {
 			sample.Count = value

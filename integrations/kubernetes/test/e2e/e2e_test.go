@@ -49,6 +49,7 @@ var (
 	keepDir    = flag.Bool("keep", false, "keep the cluster directory (logs, configs) after the run")
 	scaleNodes = flag.Int("scale-nodes", 1000, "nodes of the KWOK scale scenario (10 pods each); 0 skips it")
 	scaleModes = flag.String("scale-modes", "extres", "GPU modes of the scale scenario: extres, dra or both (comma-separated)")
+	baseline   = flag.String("baseline", "", "a variant name: assert that every other variant does at least as well as it (see compareWithBaseline)")
 	only       = flag.String("scenarios", "", "comma-separated scenario names (NAME or NAME/MODE) to run (default: all)")
 	variants   variantFlags
 )
@@ -131,6 +132,49 @@ func TestScenarios(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if *baseline != "" {
+		compareWithBaseline(t, *baseline, results)
+	}
+}
+
+// compareWithBaseline asserts issue 21's "done when" claims of every variant against the
+// baseline on the same scenario and GPU mode, wherever the requirement is visible to the
+// scheduler (DRA claims, PodGroup constraints; not NUMA behind an extended-resource count):
+// the variant leaves no wasted eviction; where the baseline's preemptor ran inside its
+// requirement, the variant's did too, at no higher victim cost.
+func compareWithBaseline(t *testing.T, base string, results []*Result) {
+	t.Helper()
+	type key struct {
+		scenario string
+		mode     GPUMode
+	}
+	bases := map[key]*Result{}
+	for _, r := range results {
+		if r.Scheduler == base {
+			bases[key{r.Scenario, r.Mode}] = r
+		}
+	}
+	for _, r := range results {
+		b, ok := bases[key{r.Scenario, r.Mode}]
+		if r.Scheduler == base || !ok {
+			continue
+		}
+		id := fmt.Sprintf("%s/%s: %s vs %s", r.Scenario, r.Mode, r.Scheduler, base)
+		if r.Mode == ExtendedResource && r.SameNUMA {
+			logf("%s: NUMA invisible to both schedulers, not compared", id)
+			continue
+		}
+		if r.WastedEvictions > 0 {
+			t.Errorf("%s: %d wasted evictions", id, r.WastedEvictions)
+		}
+		if b.PreemptorRan && b.TopologyHonoured {
+			if !r.PreemptorRan || !r.TopologyHonoured {
+				t.Errorf("%s: the baseline placed the preemptor inside its requirement, this variant did not (%s)", id, r.TopologyNote)
+			} else if r.VictimCost > b.VictimCost+1e-9 {
+				t.Errorf("%s: victim cost %g above the baseline's %g", id, r.VictimCost, b.VictimCost)
+			}
+		}
+	}
 }
 
 // checkInvariants holds for every scheduler wherever the requirement is visible to it (DRA
@@ -166,12 +210,13 @@ func writeResults(dir string, results []*Result) error {
 
 func markdown(results []*Result) string {
 	var b strings.Builder
-	b.WriteString("| scenario | GPUs as | scheduler | preemptor ran | topology | victims | cost | wasted | optimum (victims, cost) | PostFilter calls, total ms |\n")
+	b.WriteString("| scenario | GPUs as | scheduler | preemptor ran | topology | victims | cost | wasted | optimum (victims, cost) | PostFilter calls, total ms, p50/p99 ms |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		var timing []string
 		for _, p := range r.PostFilter {
-			timing = append(timing, fmt.Sprintf("%s %s: %d, %.1f", p.ExtensionPoint, p.Status, p.Count, 1000*p.SumSeconds))
+			timing = append(timing, fmt.Sprintf("%s %s: %d, %.1f, %.2g/%.2g", p.ExtensionPoint, p.Status, p.Count,
+				1000*p.SumSeconds, 1000*p.P50Seconds, 1000*p.P99Seconds))
 		}
 		ran := "no"
 		if r.PreemptorRan {

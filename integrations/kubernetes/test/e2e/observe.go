@@ -45,12 +45,16 @@ type Timing struct {
 	Status         string  `json:"status"`
 	Count          int     `json:"count"`
 	SumSeconds     float64 `json:"sum_seconds"`
+	// P50Seconds and P99Seconds are estimated from the histogram's buckets (histogram_quantile).
+	P50Seconds float64 `json:"p50_seconds"`
+	P99Seconds float64 `json:"p99_seconds"`
 }
 
 // Result is what one scheduler did in one scenario.
 type Result struct {
 	Scenario         string      `json:"scenario"`
 	Mode             GPUMode     `json:"gpu_mode"`
+	SameNUMA         bool        `json:"same_numa"` // the preemptor needs its GPUs on one NUMA node
 	Title            string      `json:"title"`
 	Scheduler        string      `json:"scheduler"`
 	Nodes            int         `json:"nodes"`
@@ -81,7 +85,7 @@ func logf(format string, args ...any) {
 func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Result, error) {
 	client := c.Client
 	ns := fmt.Sprintf("%s-%s-%s", s.Name, s.Mode, v.Name)
-	res := &Result{Scenario: s.Name, Mode: s.Mode, Title: s.Title, Scheduler: v.Name, Nodes: len(s.Nodes), FillPods: len(s.Fill),
+	res := &Result{Scenario: s.Name, Mode: s.Mode, SameNUMA: s.Preemptor.SameNUMA, Title: s.Title, Scheduler: v.Name, Nodes: len(s.Nodes), FillPods: len(s.Fill),
 		Schedulable: s.Schedulable, Optimum: s.Optimum, OptimumCost: s.OptimumCost, OptimumVictims: s.OptimumVictims}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
@@ -156,7 +160,8 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	for _, sample := range samples {
 		if sample.Count > 0 {
 			res.PostFilter = append(res.PostFilter, Timing{ExtensionPoint: sample.Labels["extension_point"],
-				Status: sample.Labels["status"], Count: int(sample.Count), SumSeconds: sample.Sum})
+				Status: sample.Labels["status"], Count: int(sample.Count), SumSeconds: sample.Sum,
+				P50Seconds: sample.Quantile(0.5), P99Seconds: sample.Quantile(0.99)})
 		}
 	}
 	sort.Slice(res.PostFilter, func(i, j int) bool {

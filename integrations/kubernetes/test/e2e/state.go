@@ -268,7 +268,12 @@ func placeFillPod(ctx context.Context, client kubernetes.Interface, ns string, m
 	claimName := ""
 	if len(f.GPUs) > 0 {
 		claimName = f.Name + "-gpus"
-		if _, err := client.ResourceV1().ResourceClaims(ns).Create(ctx, makeClaim(ns, claimName, len(f.GPUs), false), metav1.CreateOptions{}); err != nil {
+		claim := makeClaim(ns, claimName, len(f.GPUs), false)
+		// The finalizer kube-scheduler puts on every claim it allocates: without it the
+		// resourceclaim controller never deallocates the claim once its pod is gone, so an
+		// evicted victim's GPUs would stay allocated forever.
+		claim.Finalizers = []string{resourcev1.Finalizer}
+		if _, err := client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("claim %s: %w", claimName, err)
 		}
 	}
@@ -331,7 +336,7 @@ func waitFillRunning(ctx context.Context, client kubernetes.Interface, ns string
 // controller here, and every scenario uses its own.
 func clearState(ctx context.Context, client kubernetes.Interface, ns string) error {
 	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-	if err := client.CoreV1().Pods(ns).DeleteCollection(ctx, now, metav1.ListOptions{}); err != nil {
+	if err := again(func() error { return client.CoreV1().Pods(ns).DeleteCollection(ctx, now, metav1.ListOptions{}) }); err != nil {
 		return err
 	}
 	claims, err := client.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
@@ -345,14 +350,34 @@ func clearState(ctx context.Context, client kubernetes.Interface, ns string) err
 			_, _ = client.ResourceV1().ResourceClaims(ns).Update(ctx, c, metav1.UpdateOptions{})
 		}
 	}
-	if err := client.ResourceV1().ResourceClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+	if err := again(func() error {
+		return client.ResourceV1().ResourceClaims(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	}); err != nil {
 		return err
 	}
 	if err := client.SchedulingV1beta1().PodGroups(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return err
 	}
-	if err := client.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+	if err := again(func() error {
+		return client.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	}); err != nil {
 		return err
 	}
-	return client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	return again(func() error {
+		return client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	})
+}
+
+// again retries a DeleteCollection that timed out: on a loaded 2-core machine deleting 10,000
+// pods can outlast the client's 60 s request timeout while the server goes on deleting, and a
+// half-cleared state made the next variant's run fail ("nodes already exists"). Bounded: 5 tries.
+func again(call func() error) error {
+	var err error
+	for try := 0; try < 5; try++ {
+		if err = call(); err == nil {
+			return nil
+		}
+		logf("clearing state: %v (try %d of 5)", err, try+1)
+	}
+	return err
 }

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+
+package topopreempt
+
+// The C ABI (integrations/c_api/include/topopreempt_c.h), linked statically. The CI stage
+// (and docs/kubernetes.md) set CGO_CFLAGS=-I<repo>/integrations/c_api/include and
+// CGO_LDFLAGS=-L<build>/integrations/c_api -L<build>.
+
+/*
+#cgo LDFLAGS: -ltopopreempt_c -lstdc++ -lm
+#include <stdlib.h>
+#include <topopreempt_c.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+)
+
+// Plan is what the library decided, in Go data.
+type Plan struct {
+	Status      string // "optimal", "feasible", "infeasible", "no_preemption_needed"
+	Cost        float64
+	Victims     []uint64 // workload ids, each evicted whole
+	Hosts       []string // the host (node) of each preemptor replica, by replica
+	Target      string   // the domain the preemptor lands in
+	Explanation string
+	Seconds     float64
+}
+
+// cstrings owns the C strings of one call, freed together.
+type cstrings struct{ ptrs []unsafe.Pointer }
+
+func (c *cstrings) str(s string) *C.char {
+	p := C.CString(s)
+	c.ptrs = append(c.ptrs, unsafe.Pointer(p))
+	return p
+}
+
+func (c *cstrings) alloc(n uintptr) unsafe.Pointer {
+	if n == 0 {
+		n = 1
+	}
+	p := C.calloc(1, C.size_t(n))
+	if p == nil {
+		panic("calloc failed")
+	}
+	c.ptrs = append(c.ptrs, p)
+	return p
+}
+
+func (c *cstrings) free() {
+	for _, p := range c.ptrs {
+		C.free(p)
+	}
+}
+
+func check(cl *C.tp_cluster, st C.tp_status, what string) error {
+	if st == C.TP_OK {
+		return nil
+	}
+	return fmt.Errorf("%s: %s: %s", what, C.GoString(C.tp_status_name(st)), C.GoString(C.tp_cluster_last_error(cl)))
+}
+
+// Solve builds the model as a fresh C-ABI cluster and asks for a plan. A panic on this side
+// of the cgo boundary becomes an error: nothing here may crash kube-scheduler.
+func Solve(m *Model, opts *Args) (plan *Plan, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			plan, err = nil, fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
+		}
+	}()
+	// One cluster handle is used by one thread at a time: pin the goroutine for the call.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cs cstrings
+	defer cs.free()
+	cl := C.tp_cluster_create()
+	if cl == nil {
+		return nil, fmt.Errorf("tp_cluster_create: out of memory")
+	}
+	defer C.tp_cluster_destroy(cl)
+
+	levels := (*[64]*C.char)(cs.alloc(unsafe.Sizeof((*C.char)(nil)) * 64))
+	if len(m.Levels) > 64 {
+		return nil, fmt.Errorf("%d topology levels (at most 64)", len(m.Levels))
+	}
+	for i, l := range m.Levels {
+		levels[i] = cs.str(l)
+	}
+	res := (*C.tp_resource)(cs.alloc(unsafe.Sizeof(C.tp_resource{})))
+	res.name = cs.str("gpu_milli")
+	res.kind = C.TP_RESOURCE_DEVICE
+	var schema C.tp_schema
+	C.tp_schema_init(&schema)
+	schema.levels = (**C.char)(unsafe.Pointer(levels))
+	schema.level_count = C.size_t(len(m.Levels))
+	schema.device_level = cs.str(levelDevice)
+	schema.host_level = cs.str(levelNode)
+	schema.resources = res
+	schema.resource_count = 1
+	if err := check(cl, C.tp_cluster_define(cl, &schema), "define"); err != nil {
+		return nil, err
+	}
+	gpu := (*C.tp_amount)(cs.alloc(unsafe.Sizeof(C.tp_amount{})))
+	gpu.resource = res.name
+	gpu.amount = 1000
+	for _, d := range m.Domains {
+		var capacity *C.tp_amount
+		n := C.size_t(0)
+		if d.Level == levelDevice {
+			capacity, n = gpu, 1
+		}
+		p, l := C.CString(d.Path), C.CString(d.Level)
+		st := C.tp_cluster_add_domain(cl, p, l, capacity, n)
+		C.free(unsafe.Pointer(p))
+		C.free(unsafe.Pointer(l))
+		if err := check(cl, st, "domain "+d.Path); err != nil {
+			return nil, err
+		}
+	}
+	if err := check(cl, C.tp_cluster_seal(cl), "seal"); err != nil {
+		return nil, err
+	}
+	for i := range m.Workloads {
+		if err := startWorkload(cl, &m.Workloads[i]); err != nil {
+			return nil, err
+		}
+	}
+	return plan1(cl, m, opts, &cs)
+}
+
+// fillWorkload copies w into a tp_workload; strings go to cs.
+func fillWorkload(cw *C.tp_workload, w *Workload, cs *cstrings) {
+	C.tp_workload_init(cw)
+	cw.id = C.uint64_t(w.ID)
+	cw.name = cs.str(w.Name)
+	cw.priority = C.int32_t(w.Priority)
+	cw.preemptible = 0
+	if w.Preemptible {
+		cw.preemptible = 1
+	}
+	cw.replicas = C.int32_t(w.Replicas)
+	cw.whole_devices = C.int32_t(w.WholeDevices)
+	if w.ReplicaScope != "" {
+		cw.replica_scope.mode = C.TP_SCOPE_GUARANTEED
+		cw.replica_scope.level = cs.str(w.ReplicaScope)
+	}
+	if w.GangScope != "" {
+		cw.gang_scope.mode = C.TP_SCOPE_GUARANTEED
+		cw.gang_scope.level = cs.str(w.GangScope)
+	}
+	cw.start_time_s = C.double(w.StartTime)
+	cw.seconds_since_checkpoint = C.double(w.SinceCkpt)
+	if w.ModelID != "" {
+		cw.model_id = cs.str(w.ModelID)
+	}
+	cw.model_size_gib = C.double(w.ModelGiB)
+	cw.extra_cost = C.double(w.Extra)
+}
+
+func startWorkload(cl *C.tp_cluster, w *Workload) error {
+	var cs cstrings
+	defer cs.free()
+	var cw C.tp_workload
+	fillWorkload(&cw, w, &cs)
+	n := len(w.Entries)
+	entries := unsafe.Slice((*C.tp_placement_entry)(cs.alloc(unsafe.Sizeof(C.tp_placement_entry{})*uintptr(n))), n)
+	for i, e := range w.Entries {
+		entries[i].replica = C.uint32_t(e.Replica)
+		entries[i].host = cs.str(e.Host)
+		entries[i].path = cs.str(e.Path)
+	}
+	var first *C.tp_placement_entry
+	if n > 0 {
+		first = &entries[0]
+	}
+	return check(cl, C.tp_cluster_workload_start(cl, &cw, first, C.size_t(n)), "workload "+w.Name)
+}
+
+var costModels = map[string]C.tp_cost_model{
+	"priority_weighted": C.TP_COST_PRIORITY_WEIGHTED, "victim_count": C.TP_COST_VICTIM_COUNT,
+	"kubernetes_order": C.TP_COST_KUBERNETES_ORDER, "lost_work": C.TP_COST_LOST_WORK,
+	"reload_time": C.TP_COST_RELOAD_TIME, "extra": C.TP_COST_EXTRA,
+}
+
+var planStatus = map[C.int32_t]string{C.TP_PLAN_OPTIMAL: "optimal", C.TP_PLAN_FEASIBLE: "feasible",
+	C.TP_PLAN_INFEASIBLE: "infeasible", C.TP_PLAN_NO_PREEMPTION_NEEDED: "no_preemption_needed"}
+
+func plan1(cl *C.tp_cluster, m *Model, a *Args, cs *cstrings) (*Plan, error) {
+	var pw C.tp_workload
+	fillWorkload(&pw, &m.Preemptor, cs)
+	var opts C.tp_plan_options
+	C.tp_plan_options_init(&opts)
+	if a.TimeLimitSeconds > 0 {
+		opts.time_limit_s = C.double(a.TimeLimitSeconds)
+	}
+	if len(a.Cost) > C.TP_MAX_COST_TERMS {
+		return nil, fmt.Errorf("%d cost terms (at most %d)", len(a.Cost), C.TP_MAX_COST_TERMS)
+	}
+	for i, t := range a.Cost {
+		model, ok := costModels[t.Model]
+		if !ok {
+			return nil, fmt.Errorf("cost term %d: unknown model %q", i, t.Model)
+		}
+		C.tp_cost_term_init(&opts.cost[i], model)
+		if t.Weight != nil {
+			opts.cost[i].weight = C.double(*t.Weight)
+		}
+		if t.Floor != nil {
+			opts.cost[i].floor = C.double(*t.Floor)
+		}
+	}
+	if len(a.Cost) > 0 {
+		opts.cost_term_count = C.uint32_t(len(a.Cost))
+	}
+	var p *C.tp_plan
+	if err := check(cl, C.tp_cluster_plan(cl, &pw, &opts, &p), "plan for "+m.Preemptor.Name); err != nil {
+		return nil, err
+	}
+	defer C.tp_plan_destroy(p)
+	var info C.tp_plan_info
+	C.tp_plan_info_init(&info)
+	if st := C.tp_plan_get_info(p, &info); st != C.TP_OK {
+		return nil, fmt.Errorf("plan info: %s", C.GoString(C.tp_status_name(st)))
+	}
+	out := &Plan{Status: planStatus[info.status], Cost: float64(info.cost), Target: C.GoString(info.target),
+		Explanation: C.GoString(info.explanation), Seconds: float64(info.seconds)}
+	var victims *C.tp_victim
+	var nv C.size_t
+	if st := C.tp_plan_get_victims(p, &victims, &nv); st != C.TP_OK {
+		return nil, fmt.Errorf("plan victims: %s", C.GoString(C.tp_status_name(st)))
+	}
+	for _, v := range unsafe.Slice(victims, int(nv)) {
+		if v.action != C.TP_VICTIM_EVICT {
+			return nil, fmt.Errorf("victim %d: a shrink, but pods are evicted whole", uint64(v.id))
+		}
+		out.Victims = append(out.Victims, uint64(v.id))
+	}
+	var entries *C.tp_plan_entry
+	var ne C.size_t
+	if st := C.tp_plan_get_placement(p, &entries, &ne); st != C.TP_OK {
+		return nil, fmt.Errorf("plan placement: %s", C.GoString(C.tp_status_name(st)))
+	}
+	out.Hosts = make([]string, m.Preemptor.Replicas)
+	for _, e := range unsafe.Slice(entries, int(ne)) {
+		r := int(e.replica)
+		if r < 0 || r >= len(out.Hosts) {
+			return nil, fmt.Errorf("plan placement: replica %d out of range", r)
+		}
+		out.Hosts[r] = C.GoString(e.host)
+	}
+	return out, nil
+}

@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: MIT
+
+// Package topopreempt is a kube-scheduler PostFilter (and PodGroupPostFilter) plugin that asks
+// topopreempt, through its C ABI, which running pods to preempt so that a pending pod or gang
+// can start on a topology-valid placement: whole GPUs from DRA ResourceSlices inside one NUMA
+// node or PCIe root when the claim says so, a gang inside one rack when its PodGroup says so,
+// at the least cost from pod annotations. Anything the model cannot express, and any error,
+// falls back to the stock DefaultPreemption, with the reason logged. See docs/kubernetes.md.
+package topopreempt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/framework/plugins/defaultpreemption"
+	plfeature "k8s.io/kubernetes/pkg/scheduler/framework/plugins/feature"
+	"k8s.io/kubernetes/pkg/scheduler/framework/preemption"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration.
+const Name = "TopoPreempt"
+
+// CostTerm is one term of the cost: weight x model (names as in the C ABI: priority_weighted,
+// victim_count, kubernetes_order, lost_work, reload_time, extra).
+type CostTerm struct {
+	Model  string   `json:"model"`
+	Weight *float64 `json:"weight,omitempty"`
+	Floor  *float64 `json:"floor,omitempty"`
+}
+
+// Args are the plugin's args (pluginConfig[].args).
+type Args struct {
+	// TopologyKeys are node label keys, widest first; kubernetes.io/hostname (the node) may
+	// close the list. Default: zone, topology.topopreempt.dev/block, .../rack, hostname.
+	TopologyKeys []string `json:"topologyKeys,omitempty"`
+	// Drivers are the DRA drivers whose devices are GPUs; empty: every driver.
+	Drivers []string `json:"drivers,omitempty"`
+	// ExtendedResource is a device-plugin resource counted as whole GPUs (no NUMA detail) on
+	// nodes that publish no ResourceSlice; "" turns that mode off.
+	ExtendedResource string `json:"extendedResource,omitempty"`
+	// Cost is the cost model; default: [{model: extra}] (the topopreempt.dev/cost annotation).
+	Cost []CostTerm `json:"cost,omitempty"`
+	// TimeLimitSeconds bounds branch and bound (0: the library's default).
+	TimeLimitSeconds float64 `json:"timeLimitSeconds,omitempty"`
+}
+
+func (a *Args) driverWanted(d string) bool {
+	if len(a.Drivers) == 0 {
+		return true
+	}
+	for _, x := range a.Drivers {
+		if x == d {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultArgs are the args when none are given.
+func DefaultArgs() Args {
+	return Args{
+		TopologyKeys: []string{corev1.LabelTopologyZone, "topology.topopreempt.dev/block",
+			"topology.topopreempt.dev/rack", corev1.LabelHostname},
+		Cost: []CostTerm{{Model: "extra"}},
+	}
+}
+
+// Plugin is the TopoPreempt plugin. It keeps the stock DefaultPreemption for fallback.
+type Plugin struct {
+	fh       fwk.Handle
+	args     Args
+	stock    *defaultpreemption.DefaultPreemption
+	executor *preemption.Executor
+}
+
+var _ fwk.PostFilterPlugin = &Plugin{}
+var _ fwk.PodGroupPostFilterPlugin = &Plugin{}
+
+// New makes the plugin from its args (decoded from the profile's pluginConfig).
+func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, error) {
+	args := DefaultArgs()
+	if obj != nil {
+		if err := frameworkruntime.DecodeInto(obj, &args); err != nil {
+			return nil, fmt.Errorf("%s args: %w", Name, err)
+		}
+	}
+	if len(args.TopologyKeys) == 0 {
+		return nil, fmt.Errorf("%s args: topologyKeys is empty", Name)
+	}
+	for i, t := range args.Cost {
+		if _, ok := costModels[t.Model]; !ok {
+			return nil, fmt.Errorf("%s args: cost[%d].model %q is not one of priority_weighted, victim_count, kubernetes_order, lost_work, reload_time, extra", Name, i, t.Model)
+		}
+	}
+	fts := plfeature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
+	stock, err := defaultpreemption.New(ctx, &config.DefaultPreemptionArgs{MinCandidateNodesPercentage: 10, MinCandidateNodesAbsolute: 100}, fh, fts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the fallback DefaultPreemption: %w", Name, err)
+	}
+	return &Plugin{fh: fh, args: args, stock: stock, executor: preemption.NewExecutor(fh, fts)}, nil
+}
+
+// Name returns the plugin's name.
+func (pl *Plugin) Name() string { return Name }
+
+// inputs reads the scheduler's snapshot: nodes with their pods, DRA slices and claims.
+func (pl *Plugin) inputs() (*Inputs, error) {
+	nodeInfos, err := pl.fh.SnapshotSharedLister().NodeInfos().List()
+	if err != nil {
+		return nil, err
+	}
+	in := &Inputs{Pods: map[string][]*corev1.Pod{}, Now: time.Now()}
+	for _, ni := range nodeInfos {
+		n := ni.Node()
+		if n == nil {
+			continue
+		}
+		in.Nodes = append(in.Nodes, n)
+		for _, pi := range ni.GetPods() {
+			in.Pods[n.Name] = append(in.Pods[n.Name], pi.GetPod())
+		}
+	}
+	if dra := pl.fh.SharedDRAManager(); dra != nil {
+		if in.Slices, err = dra.ResourceSlices().ListWithDeviceTaintRules(); err != nil {
+			return nil, err
+		}
+		if in.Claims, err = dra.ResourceClaims().List(); err != nil {
+			return nil, err
+		}
+	}
+	lister := pl.fh.SnapshotSharedLister().PodGroups()
+	in.PodGroup = func(ns, name string) *schedulingv1beta1.PodGroup {
+		if lister == nil {
+			return nil
+		}
+		g, err := lister.Get(ns, name)
+		if err != nil {
+			return nil
+		}
+		return g
+	}
+	return in, nil
+}
+
+// decide builds the model and solves it; any panic is an error (recovered here too, since
+// model building walks API objects).
+func (pl *Plugin) decide(pods []*corev1.Pod, group *schedulingv1beta1.PodGroup) (m *Model, plan *Plan, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			m, plan, err = nil, nil, fmt.Errorf("recovered: %v", r)
+		}
+	}()
+	in, err := pl.inputs()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err = BuildModel(&pl.args, in, pods, group)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err = Solve(m, &pl.args)
+	return m, plan, err
+}
+
+// PostFilter decides the victims for one pod; falls back to DefaultPreemption when it cannot.
+func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not eligible (preemptionPolicy Never)")
+	}
+	model, plan, err := pl.decide([]*corev1.Pod{pod}, nil)
+	if err != nil {
+		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", err.Error())
+		return pl.stock.PostFilter(ctx, state, pod, m)
+	}
+	switch plan.Status {
+	case "infeasible":
+		logger.V(2).Info("topopreempt: no placement even after evicting every eligible victim", "pod", klog.KObj(pod))
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "topopreempt: no topology-valid placement even after preemption")
+	case "no_preemption_needed":
+		// The scheduler's filters refused a placement the device model accepts: something the
+		// model does not see (CPU, memory, taints, affinity) blocks it. Let stock decide.
+		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", "fits without preemption in the device model: "+plan.Target)
+		return pl.stock.PostFilter(ctx, state, pod, m)
+	}
+	node := plan.Hosts[0]
+	if node == "" {
+		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", "the plan places the pod on no host")
+		return pl.stock.PostFilter(ctx, state, pod, m)
+	}
+	if err := pl.evict(ctx, model, plan, node, &preemptor{pod: pod, pods: map[string]*corev1.Pod{pod.Name: pod}}); err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	logger.Info("topopreempt: preempting", "pod", klog.KObj(pod), "node", node, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status)
+	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
+}
+
+// PodGroupPostFilter decides the victims for a gang; falls back to the stock workload-aware
+// preemption when it cannot.
+func (pl *Plugin) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycleState, pgInfo fwk.PodGroupInfo, fn fwk.PodGroupSchedulingFunc) (*fwk.PodGroupPostFilterResult, *fwk.Status) {
+	logger := klog.FromContext(ctx)
+	group := pgInfo.GetPodGroup()
+	pods := pgInfo.GetUnscheduledPods()
+	if group == nil || len(pods) == 0 {
+		logger.Info("topopreempt: falling back to stock PodGroupPostFilter", "group", pgInfo.GetKey(), "reason", "not a plain PodGroup with pending pods")
+		return pl.stock.PodGroupPostFilter(ctx, state, pgInfo, fn)
+	}
+	model, plan, err := pl.decide(pods, group)
+	if err == nil && plan.Status == "no_preemption_needed" {
+		err = errors.New("fits without preemption in the device model")
+	}
+	if err != nil {
+		logger.Info("topopreempt: falling back to stock PodGroupPostFilter", "group", pgInfo.GetKey(), "reason", err.Error())
+		return pl.stock.PodGroupPostFilter(ctx, state, pgInfo, fn)
+	}
+	if plan.Status == "infeasible" {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "topopreempt: no topology-valid placement for the gang even after preemption")
+	}
+	byName := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	if err := pl.evict(ctx, model, plan, strings.Join(uniq(plan.Hosts), ","), &preemptor{pod: pods[0], group: group, pods: byName}); err != nil {
+		return nil, fwk.AsStatus(err)
+	}
+	result := &fwk.PodGroupPostFilterResult{NominatingInfos: map[types.NamespacedName]*fwk.NominatingInfo{}}
+	for i, p := range pods {
+		result.NominatingInfos[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] =
+			&fwk.NominatingInfo{NominatedNodeName: plan.Hosts[i], NominatingMode: fwk.ModeOverride}
+	}
+	logger.Info("topopreempt: preempting for gang", "group", pgInfo.GetKey(), "nodes", plan.Hosts, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status)
+	return result, fwk.NewStatus(fwk.Success)
+}
+
+func uniq(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// evict evicts exactly the plan's victims, every pod of each, through the stock executor's
+// PreemptPod: the DisruptionTarget condition, then the API delete (or a waiting pod's
+// in-memory preemption), and the Preempted event.
+func (pl *Plugin) evict(ctx context.Context, m *Model, plan *Plan, where string, p *preemptor) error {
+	byID := map[uint64]*Workload{}
+	for i := range m.Workloads {
+		byID[m.Workloads[i].ID] = &m.Workloads[i]
+	}
+	var victims []*corev1.Pod
+	var claims []*resourcev1.ResourceClaim
+	for _, id := range plan.Victims {
+		w, ok := byID[id]
+		if !ok {
+			return fmt.Errorf("topopreempt: the plan names unknown workload %d", id)
+		}
+		victims = append(victims, w.Pods...)
+		claims = append(claims, w.Claims...)
+	}
+	c := &candidate{name: where, victims: &extenderv1.Victims{Pods: victims}}
+	for _, v := range victims {
+		if v.DeletionTimestamp != nil {
+			continue // already terminating: another call is unnecessary (as DefaultPreemption)
+		}
+		if _, err := pl.executor.PreemptPod(ctx, c, p, v, Name); err != nil {
+			return fmt.Errorf("topopreempt: evicting %s/%s: %w", v.Namespace, v.Name, err)
+		}
+	}
+	if len(claims) > 0 {
+		go pl.activateWhenFreed(klog.FromContext(ctx), claims, p.pods)
+	}
+	return nil
+}
+
+// activateWhenFreed moves the preemptor back to the active queue once the victims' claims are
+// deallocated. DynamicResources requeues a pod on a claim's deallocation event, but that event
+// can arrive while the preemptor is still in its own scheduling cycle (we evict within it) and
+// is then not replayed for it, which left a DRA preemptor waiting for the periodic flush of
+// unschedulable pods (5 min). Bounded: gives up waiting (and activates) after activateWait.
+func (pl *Plugin) activateWhenFreed(logger klog.Logger, claims []*resourcev1.ResourceClaim, pods map[string]*corev1.Pod) {
+	defer func() {
+		if r := recover(); r != nil {
+			logger.Error(nil, "topopreempt: recovered in activateWhenFreed", "panic", r)
+		}
+	}()
+	deadline := time.Now().Add(activateWait)
+	for time.Now().Before(deadline) {
+		freed := true
+		for _, c := range claims {
+			cur, err := pl.fh.SharedDRAManager().ResourceClaims().Get(c.Namespace, c.Name)
+			if err == nil && cur.UID == c.UID && cur.Status.Allocation != nil {
+				freed = false
+				break
+			}
+		}
+		if freed {
+			break
+		}
+		time.Sleep(activatePoll)
+	}
+	pl.fh.Activate(logger, pods)
+}
+
+// How long and how often activateWhenFreed watches the victims' claims.
+const (
+	activateWait = 60 * time.Second
+	activatePoll = 100 * time.Millisecond
+)
+
+// candidate is the executor's view of where the preemptor goes and whom it evicts.
+type candidate struct {
+	name    string
+	victims *extenderv1.Victims
+}
+
+func (c *candidate) Victims() *extenderv1.Victims { return c.victims }
+func (c *candidate) Name() string                 { return c.name }
+func (c *candidate) NumPodGroupDisruptions() int  { return 0 }
+
+// preemptor is the executor's view of the preemptor: a pod or a PodGroup.
+type preemptor struct {
+	pod   *corev1.Pod
+	group *schedulingv1beta1.PodGroup
+	pods  map[string]*corev1.Pod
+}
+
+func (p *preemptor) GetName() string {
+	if p.group != nil {
+		return p.group.Name
+	}
+	return p.pod.Name
+}
+func (p *preemptor) GetNamespace() string { return p.pod.Namespace }
+func (p *preemptor) UID() types.UID {
+	if p.group != nil {
+		return p.group.UID
+	}
+	return p.pod.UID
+}
+func (p *preemptor) SchedulerName() string { return p.pod.Spec.SchedulerName }
+func (p *preemptor) Obj() runtime.Object {
+	if p.group != nil {
+		return p.group
+	}
+	return p.pod
+}
+func (p *preemptor) Pods() map[string]*corev1.Pod { return p.pods }
+func (p *preemptor) Priority() int32              { return podPriority(p.pod) }
+func (p *preemptor) Type() string {
+	if p.group != nil {
+		return "PodGroup"
+	}
+	return "Pod"
+}
