@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/model/topology.hpp"
 #include "topopreempt/model/workload.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
 
 namespace topopreempt::detail {
 
@@ -50,10 +50,10 @@ struct FitTier {
     std::uint64_t key = 0;
     bool no_fit = false;
   };
-  std::vector<Entry> entries;       ///< by ordinal in the level (0: the root itself)
-  std::vector<DomainId> fitting;    ///< domains that fit, ascending
-  std::uint64_t known_root = 0;     ///< root version `fitting` is for
-  bool known = false;               ///< whether `fitting` was computed
+  std::vector<Entry> entries;     ///< by ordinal in the level (0: the root itself)
+  std::vector<DomainId> fitting;  ///< domains that fit, ascending
+  std::uint64_t known_root = 0;   ///< root version `fitting` is for
+  bool known = false;             ///< whether `fitting` was computed
 };
 
 /// The "fits already" check's memory across decisions: one `FitTier` per gang tier, and one
@@ -72,7 +72,8 @@ struct FitCache {
 /// enclosing each entry, or every one of the entry's host when the level lies below the host
 /// level (pools up to the host serve them). An entry above both changes no key.
 inline void gang_domains_touched(const Topology& topology, LevelIndex level,
-                                 std::span<const DomainId> changed, std::vector<DomainId>& touched) {
+                                 std::span<const DomainId> changed,
+                                 std::vector<DomainId>& touched) {
   const LevelIndex host_level = topology.host_level();
   touched.clear();
   for (const DomainId domain : changed) {
@@ -179,7 +180,8 @@ inline void update_fitting(const Allocation& state, const ResolvedDemand& demand
   const LevelIndex host_level = topology.host_level();
   const bool whole = topology.level(root) >= level;
   const std::size_t count = whole ? 1 : topology.domains_at(level).size();
-  if (tier.entries.size() != count) tier = FitTier{std::vector<FitTier::Entry>(count), {}, 0, false};
+  if (tier.entries.size() != count)
+    tier = FitTier{std::vector<FitTier::Entry>(count), {}, 0, false};
   const auto fits = [&](DomainId domain) {
     FitTier::Entry& entry = tier.entries[whole ? 0 : topology.ordinal(domain)];
     const DomainId read =
@@ -202,7 +204,8 @@ inline void update_fitting(const Allocation& state, const ResolvedDemand& demand
     } else {
       gang_domains_touched(topology, level, cache.changed, cache.touched);
       for (const DomainId domain : tier.fitting) {
-        if (!std::binary_search(cache.touched.begin(), cache.touched.end(), domain)) next.push_back(domain);
+        if (!std::binary_search(cache.touched.begin(), cache.touched.end(), domain))
+          next.push_back(domain);
       }
       const std::size_t kept = next.size();
       for (const DomainId domain : cache.touched) {
@@ -210,7 +213,8 @@ inline void update_fitting(const Allocation& state, const ResolvedDemand& demand
         if (idle_needed > 0 && state.idle_devices(domain) < idle_needed) continue;
         if (fits(domain)) next.push_back(domain);
       }
-      std::inplace_merge(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(kept), next.end());
+      std::inplace_merge(next.begin(), next.begin() + static_cast<std::ptrdiff_t>(kept),
+                         next.end());
     }
   } else {
     for_each_gang_candidate(state, root, level, idle_needed, [&](DomainId domain) {
@@ -224,7 +228,8 @@ inline void update_fitting(const Allocation& state, const ResolvedDemand& demand
 
 /// The domain with the fewest idle devices among `fitting` (ascending) inside `within`, the
 /// first on ties: `find_placement`'s and `place_in`'s best fit. Invalid when there is none.
-[[nodiscard]] inline DomainId least_idle_within(const Allocation& state, std::span<const DomainId> fitting,
+[[nodiscard]] inline DomainId least_idle_within(const Allocation& state,
+                                                std::span<const DomainId> fitting,
                                                 DomainId within) {
   const Topology& topology = state.topology();
   const auto first = std::lower_bound(fitting.begin(), fitting.end(), within);
@@ -265,7 +270,8 @@ inline void update_fitting(const Allocation& state, const ResolvedDemand& demand
       const DomainId unit = least_idle_within(state, cache.units.fitting, best);
       if (!unit.valid()) continue;  // as place_in: no unit holds it
       Placement placement;
-      placement.replicas.push_back(ReplicaPlacement{place_one(OverlayView<Allocation>(state), demand, unit)});
+      placement.replicas.push_back(
+          ReplicaPlacement{place_one(OverlayView<Allocation>(state), demand, unit)});
       return placement_search_result(topology, std::move(placement));
     }
     if (auto placement = place_in(state, demand, best))
