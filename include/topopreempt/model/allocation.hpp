@@ -670,8 +670,10 @@ class Allocation {
       const std::uint64_t entry_change = mix(change ^ e);
       const DomainId domain = record.domains[e];
       const auto amount = record.amounts.col(static_cast<Eigen::Index>(e));
-      change_log_[change_count_++ % change_log_.size()] = {versions_[Topology::root().value],
-                                                           domain};
+      if (!change_log_.empty()) {  // empty only in a moved-from state
+        change_log_[change_count_++ % change_log_.size()] = {versions_[Topology::root().value],
+                                                             domain};
+      }
       bool idle_changed = false;
       if (topology_->is_device(domain)) {
         std::uint32_t& occupancy = occupancy_[domain.value];
