@@ -113,7 +113,6 @@ TEST_CASE("domain_version: undoing a change gives a new version; copies compare"
       std::out_of_range);
 }
 
-
 TEST_CASE("changed_since lists every domain whose version moved, and refuses what it cannot know") {
   Allocation state(test::shared(shapes::cluster(shapes::dense_8gpu_server(), 4, 2)));
   const Topology& topology = state.topology();
@@ -130,8 +129,9 @@ TEST_CASE("changed_since lists every domain whose version moved, and refuses wha
         state.remove(running[pick]);
         running.erase(running.begin() + static_cast<std::ptrdiff_t>(pick));
       } else {
-        const Workload job = test::gpu_job(next_id++, 100, 1 + static_cast<std::int32_t>(random() % 4), 1,
-                                           TopologyRequirement::guaranteed("node"));
+        const Workload job =
+            test::gpu_job(next_id++, 100, 1 + static_cast<std::int32_t>(random() % 4), 1,
+                          TopologyRequirement::guaranteed("node"));
         if (find_placement(state, job).found) {
           test::start(state, job);
           running.push_back(job.id);
@@ -173,7 +173,8 @@ TEST_CASE("changed_since lists every domain whose version moved, and refuses wha
     REQUIRE(state.changed_since(since, changed));
     CHECK_FALSE(changed.empty());
     // The copy then diverges: the original's version after the change is not in its history.
-    test::start(copy, test::gpu_job(next_id + 1, 100, 2, 1, TopologyRequirement::guaranteed("node")));
+    test::start(copy,
+                test::gpu_job(next_id + 1, 100, 2, 1, TopologyRequirement::guaranteed("node")));
     std::vector<DomainId> none;
     CHECK_FALSE(copy.changed_since(state.domain_version(Topology::root()), none));
   }

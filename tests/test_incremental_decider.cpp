@@ -170,7 +170,8 @@ TEST_SUITE("incremental_decider") {
           Allocation copy = cluster.state;
           const bool on_copy = round % 5 == 4;
           std::vector<std::pair<Workload, Placement>> removed_from_copy = removed;
-          if (on_copy) change(copy, removed_from_copy, random);  // diverges from what the decider saw
+          if (on_copy)
+            change(copy, removed_from_copy, random);  // diverges from what the decider saw
           const Allocation& decided = on_copy ? copy : cluster.state;
           check_same_plan(decider.decide(decided),
                           solvers::branch_and_bound.solve(decided, preemptor, model));

@@ -409,15 +409,14 @@ class Allocation {
 
   /// Bytes held by the state, excluding the shared topology.
   [[nodiscard]] std::size_t memory_bytes() const noexcept {
-    std::size_t bytes = sizeof(*this) + static_cast<std::size_t>(used_.size()) * sizeof(Amount) +
-                        idle_devices_.capacity() * sizeof(std::uint32_t) +
-                        occupancy_.capacity() * sizeof(std::uint32_t) +
-                        versions_.capacity() * sizeof(std::uint64_t) + index_memory_bytes() +
-                        change_log_.capacity() * sizeof(ChangeLogEntry) +
-                        records_.capacity() * sizeof(Record) +
-                        free_slots_.capacity() * sizeof(std::uint32_t) +
-                        index_.bucket_count() * sizeof(void*) +
-                        index_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 2 * sizeof(void*));
+    std::size_t bytes =
+        sizeof(*this) + static_cast<std::size_t>(used_.size()) * sizeof(Amount) +
+        idle_devices_.capacity() * sizeof(std::uint32_t) +
+        occupancy_.capacity() * sizeof(std::uint32_t) +
+        versions_.capacity() * sizeof(std::uint64_t) + index_memory_bytes() +
+        change_log_.capacity() * sizeof(ChangeLogEntry) + records_.capacity() * sizeof(Record) +
+        free_slots_.capacity() * sizeof(std::uint32_t) + index_.bucket_count() * sizeof(void*) +
+        index_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 2 * sizeof(void*));
     for (const Record& record : records_) {
       bytes += record.domains.capacity() * sizeof(DomainId) +
                static_cast<std::size_t>(record.amounts.size()) * sizeof(Amount) +
@@ -671,7 +670,10 @@ class Allocation {
       const std::uint64_t entry_change = mix(change ^ e);
       const DomainId domain = record.domains[e];
       const auto amount = record.amounts.col(static_cast<Eigen::Index>(e));
-      change_log_[change_count_++ % change_log_.size()] = {versions_[Topology::root().value], domain};
+      if (!change_log_.empty()) {  // empty only in a moved-from state
+        change_log_[change_count_++ % change_log_.size()] = {versions_[Topology::root().value],
+                                                             domain};
+      }
       bool idle_changed = false;
       if (topology_->is_device(domain)) {
         std::uint32_t& occupancy = occupancy_[domain.value];
@@ -784,8 +786,8 @@ class Allocation {
     std::uint64_t root_before = 0;
     DomainId domain;
   };
-  std::vector<ChangeLogEntry> change_log_;  // ring: entry i at i % size()
-  std::uint64_t change_count_ = 0;          // entries ever logged
+  std::vector<ChangeLogEntry> change_log_;                      // ring: entry i at i % size()
+  std::uint64_t change_count_ = 0;                              // entries ever logged
   std::vector<std::vector<Amount>> holdings_;                   // per indexed domain (holding_slot)
   std::vector<std::size_t> holding_level_offset_;               // first slot of each level <= host
   std::vector<std::vector<WorkloadId>> occupants_;              // per host ordinal
