@@ -625,20 +625,12 @@ namespace {
 Workload gpu_with_cores(std::uint64_t id, std::int32_t priority, Amount gpu_milli, Amount cpu_milli,
                         std::int32_t replicas, TopologyRequirement replica_scope,
                         TopologyRequirement gang_scope = {}) {
-  Workload workload;
-  workload.id = WorkloadId{id};
-  workload.name = "cores" + std::to_string(id);
-  workload.priority = priority;
-  workload.replicas = replicas;
-  if (gpu_milli >= 1000) {
-    workload.demand.whole_devices = static_cast<std::int32_t>(gpu_milli / 1000);
-    workload.demand.resources = ResourceSchema::standard().make({{"cpu_milli", cpu_milli}});
-  } else {
-    workload.demand.resources = ResourceSchema::standard().make(
-        {{"gpu_milli", gpu_milli}, {"cpu_milli", cpu_milli}});
-  }
-  workload.replica_scope = std::move(replica_scope);
-  workload.gang_scope = std::move(gang_scope);
+  const auto whole = static_cast<std::int32_t>(gpu_milli / 1000);
+  Workload workload = gpu_job(id, priority, whole, replicas, std::move(replica_scope),
+                              std::move(gang_scope));
+  workload.demand.resources =
+      whole > 0 ? ResourceSchema::standard().make({{"cpu_milli", cpu_milli}})
+                : ResourceSchema::standard().make({{"gpu_milli", gpu_milli}, {"cpu_milli", cpu_milli}});
   return workload;
 }
 
