@@ -273,7 +273,9 @@ TEST_SUITE("baselines") {
     CHECK(exact.topology_satisfied);
     CHECK(exact.cost == 2.0);
     CHECK(exact.lower_bound == 2.0);
-    CHECK(topology.levels()[exact.replica_level] == "numa");
+    // Its GPU and the cores beside it, drawn from the NUMA node's core groups: the replica
+    // occupies the GPU, inside the guaranteed NUMA node (docs/model.md).
+    CHECK(topology.levels()[exact.replica_level] == "gpu");
     apply(state, preemptor, exact);
   }
 

@@ -495,8 +495,10 @@ TEST_SUITE("every_solver") {
       const Workload preemptor = gpu_job(100, 50, 1, 1, TopologyRequirement::best_effort("numa"));
       const Checked checked = solve_checked<Solver>(state, preemptor, cost::victim_count{});
       REQUIRE(checked.plan.has_victims_plan());
+      // One GPU with CPU from a core group beside it occupies the GPU itself (docs/model.md):
+      // at least as tight as the NUMA tier asked for.
       if constexpr (!is_baseline_v<Solver>)
-        CHECK(topology.levels()[checked.plan.replica_level] == "numa");
+        CHECK(topology.levels()[checked.plan.replica_level] == "gpu");
     }
     SUBCASE("a looser tier is accepted when the tight one is impossible") {
       // Two GPUs never share a NUMA node on this server: the best is one socket.
@@ -624,4 +626,117 @@ TEST_SUITE("every_solver") {
     }
   }
   TEST_CASE_TEMPLATE_APPLY(hgx_switch_id, every_solver);
+}
+
+namespace {
+
+/// A GPU share (or `gpus` whole GPUs) with CPU: on the RTX 4090 server the CPU lives on the
+/// core groups beside each GPU, never under it.
+Workload gpu_with_cores(std::uint64_t id, std::int32_t priority, Amount gpu_milli, Amount cpu_milli,
+                        std::int32_t replicas, TopologyRequirement replica_scope,
+                        TopologyRequirement gang_scope = {}) {
+  const auto whole = static_cast<std::int32_t>(gpu_milli / 1000);
+  Workload workload = gpu_job(id, priority, whole, replicas, std::move(replica_scope),
+                              std::move(gang_scope));
+  workload.demand.resources =
+      whole > 0 ? ResourceSchema::standard().make({{"cpu_milli", cpu_milli}})
+                : ResourceSchema::standard().make({{"gpu_milli", gpu_milli}, {"cpu_milli", cpu_milli}});
+  return workload;
+}
+
+/// The paper's server filled up: a whole-GPU job on every GPU and a 6-core job on every core
+/// group, priorities spread so that the cheapest NUMA node is unambiguous.
+Allocation full_rtx4090_server() {
+  Allocation state(shared(shapes::single_machine(shapes::rtx4090_server())));
+  for (std::uint64_t numa = 0; numa < 8; ++numa) {
+    start(state, gpu_with_cores(100 + numa, static_cast<std::int32_t>(5 + numa), 1000, 0, 1,
+                                TopologyRequirement::guaranteed("gpu")));
+    for (std::uint64_t group = 0; group < 2; ++group) {
+      const std::uint64_t index = numa * 2 + group;
+      Workload cpu;
+      cpu.id = WorkloadId{200 + index};
+      cpu.name = "etl" + std::to_string(index);
+      cpu.priority = static_cast<std::int32_t>(1 + (index * 7) % 11);
+      cpu.demand.resources = ResourceSchema::standard().make({{"cpu_milli", 6000}});
+      cpu.replica_scope = TopologyRequirement::guaranteed("core_group");
+      start(state, cpu);
+    }
+  }
+  return state;
+}
+
+/// Whether `plan` claims optimality; branch-and-bound must prove these small instances.
+template <class Solver>
+bool proven(const PreemptionPlan& plan) {
+  if constexpr (std::is_same_v<Solver, branch_and_bound_solver>) {
+    CHECK(plan.status == PlanStatus::optimal);
+  }
+  return plan.status == PlanStatus::optimal;
+}
+
+}  // namespace
+
+TEST_SUITE("every_solver") {
+  TEST_CASE_TEMPLATE_DEFINE("guaranteed at the GPU on the RTX 4090 server, CPU from a core group "
+                            "beside it",
+                            Solver, sibling_pool_id) {
+    // The GPU's subtree holds no CPU: its pool root is the NUMA node, whose CPU sits on the core
+    // groups beside the GPU. Drawing from them keeps the replica in its GPU (docs/model.md), so
+    // every plan must pass Allocation::add and the verifier (issue 19: all were rejected).
+    SUBCASE("fits without preemption") {
+      Allocation state(shared(shapes::single_machine(shapes::rtx4090_server())));
+      const Workload preemptor =
+          gpu_with_cores(1, 100, 500, 2000, 1, TopologyRequirement::guaranteed("gpu"));
+      const Checked checked = solve_checked<Solver>(state, preemptor, cost::priority_weighted{});
+      CHECK(checked.plan.status == PlanStatus::no_preemption_needed);
+      CHECK(state.topology().levels()[checked.plan.replica_level] == "gpu");
+    }
+    const Allocation state = full_rtx4090_server();
+    const cost::priority_weighted model{0};
+    SUBCASE("a share evicts the GPU's job and a core group's job of the same NUMA node") {
+      const Workload preemptor =
+          gpu_with_cores(1, 100, 500, 2000, 1, TopologyRequirement::guaranteed("gpu"));
+      const Checked checked = solve_checked<Solver>(state, preemptor, model);
+      REQUIRE(checked.plan.has_victims_plan());
+      if constexpr (!topology_blind<Solver>) {
+        CHECK(checked.verdict.topology_ok);
+        CHECK(state.topology().levels()[checked.plan.replica_level] == "gpu");
+        if (proven<Solver>(checked.plan)) {
+          // numa0: gpu job priority 5 + core group job priority 1.
+          CHECK(checked.plan.victims.size() == 2);
+          CHECK(checked.plan.cost == doctest::Approx(6.0));
+        }
+      }
+    }
+    SUBCASE("whole GPUs guaranteed at the GPU, with CPU") {
+      const Workload preemptor =
+          gpu_with_cores(1, 100, 1000, 8000, 1, TopologyRequirement::guaranteed("gpu"));
+      const Checked checked = solve_checked<Solver>(state, preemptor, model);
+      REQUIRE(checked.plan.has_victims_plan());
+      if (proven<Solver>(checked.plan)) CHECK(checked.plan.victims.size() == 3);
+    }
+    SUBCASE("the gang form: two shares in one GPU") {
+      const Workload preemptor = gpu_with_cores(1, 100, 500, 4000, 2, {},
+                                                TopologyRequirement::guaranteed("gpu"));
+      const Checked checked = solve_checked<Solver>(state, preemptor, model);
+      REQUIRE(checked.plan.has_victims_plan());
+      if constexpr (!topology_blind<Solver>) {
+        CHECK(checked.plan.placement.devices(state.topology()).size() == 2);
+        const auto devices = checked.plan.placement.devices(state.topology());
+        CHECK(devices.front() == devices.back());
+      }
+      // numa0 again: 8 cores need both core groups (priorities 1 and 8) and the GPU (5).
+      if (proven<Solver>(checked.plan)) CHECK(checked.plan.cost == doctest::Approx(14.0));
+    }
+    SUBCASE("more CPU than a NUMA node holds: infeasible, with a reason") {
+      const Workload preemptor =
+          gpu_with_cores(1, 100, 500, 13000, 1, TopologyRequirement::guaranteed("gpu"));
+      const Checked checked = solve_checked<Solver>(state, preemptor, model);
+      if constexpr (!topology_blind<Solver>) {
+        CHECK(checked.plan.status == PlanStatus::infeasible);
+        CHECK_FALSE(checked.plan.explanation.empty());
+      }
+    }
+  }
+  TEST_CASE_TEMPLATE_APPLY(sibling_pool_id, every_solver);
 }

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "support.hpp"
@@ -17,6 +19,7 @@
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
+#include "state_fingerprint.hpp"
 #include "transaction_support.hpp"
 
 namespace topopreempt {
@@ -38,7 +41,8 @@ template <CostModel Model>
 void commit_all(Allocation& state, const std::vector<Workload>& pending, const QueueResult& result,
                 const Model& model) {
   for (const QueuedPlan& item : result.plans) {
-    if (item.status == NominationStatus::infeasible) continue;
+    if (item.status == NominationStatus::infeasible || item.status == NominationStatus::rejected)
+      continue;
     const Workload& preemptor = *std::find_if(
         pending.begin(), pending.end(), [&](const Workload& w) { return w.id == item.preemptor; });
     const Allocation before = state;
@@ -202,7 +206,7 @@ TEST_CASE("nominations: evictions partly done, the rest of the plan resumes") {
   commit_all(state, pending, again, model);
 }
 
-TEST_CASE("the queue is deterministic and leaves nominations alone when it throws") {
+TEST_CASE("the queue is deterministic") {
   const cost::priority_weighted model;
   const solvers::knapsack_solver solver;
   const Allocation state = four_nodes();
@@ -218,18 +222,95 @@ TEST_CASE("the queue is deterministic and leaves nominations alone when it throw
     CHECK(first.plans[i].status == second.plans[i].status);
     CHECK(first.plans[i].plan == second.plans[i].plan);
   }
-
-  std::vector<Workload> duplicated = pending;
-  duplicated.push_back(pending[0]);
-  CHECK_THROWS_WITH_AS(static_cast<void>(plan_queue(state, duplicated, solver, model, a)),
-                       doctest::Contains("more than once"), std::invalid_argument);
-  std::vector<Workload> running = pending;
-  running.push_back(whole_node(1, 50));  // workload 1 runs already
-  CHECK_THROWS_WITH_AS(static_cast<void>(plan_queue(state, running, solver, model, a)),
-                       doctest::Contains("already running"), std::invalid_argument);
-  CHECK(a.size() == 3);
-  CHECK(*a.find(WorkloadId{101}) == first.plans[0].plan);
   CHECK_THROWS_AS(a.remember(pending[0], first.plans[0].plan), std::invalid_argument);
+}
+
+namespace {
+
+/// The plans of `result` for every preemptor but `bad`, which must be `rejected` naming
+/// `reason`, with an infeasible placeholder plan and no nomination.
+std::vector<QueuedPlan> others_after_rejecting(const QueueResult& result, WorkloadId bad,
+                                               std::string_view reason,
+                                               const Nominations& nominations) {
+  std::vector<QueuedPlan> others;
+  std::size_t rejected = 0;
+  for (const QueuedPlan& item : result.plans) {
+    if (item.status != NominationStatus::rejected) {
+      CHECK(item.error.empty());
+      others.push_back(item);
+      continue;
+    }
+    ++rejected;
+    CHECK(item.preemptor == bad);
+    CHECK(item.error.find(reason) != std::string::npos);
+    CHECK(item.plan.status == PlanStatus::infeasible);
+    CHECK(item.plan.explanation.find(reason) != std::string::npos);
+  }
+  CHECK(rejected == 1);
+  CHECK(result.count(NominationStatus::rejected) == 1);
+  if (bad != WorkloadId{100}) CHECK(nominations.find(bad) == nullptr);
+  return others;
+}
+
+void check_same_plans(const std::vector<QueuedPlan>& got, const QueueResult& expected) {
+  REQUIRE(got.size() == expected.plans.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CHECK(got[i].preemptor == expected.plans[i].preemptor);
+    CHECK(got[i].status == expected.plans[i].status);
+    CHECK(got[i].plan == expected.plans[i].plan);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("one bad preemptor is rejected on its own; the rest of the queue is planned") {
+  // Issue 19: one bad preemptor used to make plan_queue throw for the whole queue.
+  const cost::priority_weighted model;
+  const solvers::branch_and_bound_solver solver;
+  Allocation state = four_nodes();
+  const std::vector<Workload> pending{whole_node(100, 10), whole_node(101, 20),
+                                      test::gpu_job(102, 5, 2)};
+  Nominations clean;
+  const QueueResult expected = plan_queue(state, pending, solver, model, clean);
+  REQUIRE(expected.count(NominationStatus::rejected) == 0);
+  const auto before = test::state_fingerprint(state, {0, 5, 10, 20, 50});
+
+  const auto run_with = [&](const Workload& bad, std::string_view reason) {
+    CAPTURE(bad.label());
+    std::vector<Workload> queue = pending;
+    queue.insert(queue.begin() + 1, bad);
+    Nominations nominations;
+    const QueueResult result = plan_queue(state, queue, solver, model, nominations);
+    CHECK(result.plans.size() == queue.size());
+    check_same_plans(others_after_rejecting(result, bad.id, reason, nominations), expected);
+    CHECK(nominations.size() == clean.size());
+    CHECK(test::state_fingerprint(state, {0, 5, 10, 20, 50}) == before);
+    // The others' plans still land, in result order.
+    Allocation copy = state;
+    commit_all(copy, queue, result, model);
+  };
+  SUBCASE("already running") { run_with(whole_node(1, 50), "already running"); }
+  SUBCASE("listed twice: the later listing is rejected") {
+    Workload again = whole_node(100, 10);
+    run_with(again, "more than once");
+  }
+  SUBCASE("a level the topology lacks") {
+    run_with(test::gpu_job(103, 30, 1, 1, TopologyRequirement::guaranteed("galaxy")), "galaxy");
+  }
+  SUBCASE("a nomination naming domains outside the topology") {
+    Nominations nominations = clean;
+    PreemptionPlan broken = *clean.find(WorkloadId{101});
+    broken.dependencies.push_back({DomainId{1000000}, 0});
+    nominations.remember(pending[1], broken);
+    const QueueResult result = plan_queue(state, pending, solver, model, nominations);
+    REQUIRE(result.plans.size() == 3);
+    CHECK(result.plans[0].preemptor == WorkloadId{101});
+    CHECK(result.plans[0].status == NominationStatus::rejected);
+    CHECK_FALSE(result.plans[0].error.empty());
+    CHECK(nominations.find(WorkloadId{101}) == nullptr);
+    CHECK(result.count(NominationStatus::rejected) == 1);
+    CHECK(test::state_fingerprint(state, {0, 5, 10, 20, 50}) == before);
+  }
 }
 
 }  // namespace topopreempt

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# CI stage: build the snapshot fuzzer (tests/fuzz, clang 14 + libFuzzer + ASan + UBSan) and run
-# it for a bounded time from the seed corpus; any crash, sanitizer report, leak, timeout or
-# out-of-memory is a failure (libFuzzer exits non-zero and leaves the input in $ARTIFACTS).
-#   usage: bash .ci/stages/fuzz.sh        (from anywhere; TOPOPREEMPT_FUZZ_SECONDS overrides 90)
+# CI stage: build the snapshot and sequence fuzzers (tests/fuzz, clang 14 + libFuzzer + ASan +
+# UBSan) and run each for a bounded time from its seed corpus; any crash, sanitizer report, leak,
+# timeout, out-of-memory or broken rule is a failure (libFuzzer exits non-zero and leaves the
+# input in $ARTIFACTS).
+#   usage: bash .ci/stages/fuzz.sh        (from anywhere; TOPOPREEMPT_FUZZ_SECONDS overrides 90
+#                                          for the snapshot fuzzer, TOPOPREEMPT_SEQUENCE_FUZZ_SECONDS
+#                                          60 for the sequence fuzzer)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT="$PWD"
 SECONDS_TO_FUZZ="${TOPOPREEMPT_FUZZ_SECONDS:-90}"
+SEQUENCE_SECONDS="${TOPOPREEMPT_SEQUENCE_FUZZ_SECONDS:-60}"
 BUILD="$ROOT/build/fuzz"
 ARTIFACTS="$BUILD/artifacts"
 
@@ -38,16 +42,23 @@ cmake --build "$BUILD" -j2
 
 # The checked-in seeds stay untouched: the run grows a copy.
 cp -r tests/fuzz/corpus "$SCRATCH/corpus"
+cp -r tests/fuzz/sequence_corpus "$SCRATCH/sequence_corpus"
 mkdir -p "$ARTIFACTS"
-echo "fuzzing for ${SECONDS_TO_FUZZ}s"
-status=0
-"$BUILD/topopreempt_fuzz_snapshot" "$SCRATCH/corpus" \
-  -dict=tests/fuzz/snapshot.dict \
-  -max_total_time="$SECONDS_TO_FUZZ" -rss_limit_mb=4096 -timeout=10 -max_len=65536 \
-  -artifact_prefix="$ARTIFACTS/" -print_final_stats=1 || status=$?
-if ((status != 0)); then
-  echo "ERROR: the fuzzer found a problem (exit $status); inputs in $ARTIFACTS:" >&2
-  ls -l "$ARTIFACTS" >&2 || true
-  exit 1
-fi
-echo "fuzz: no findings in ${SECONDS_TO_FUZZ}s"
+# fuzz NAME SECONDS CORPUS [libFuzzer options...]: runs build/fuzz/topopreempt_fuzz_NAME.
+fuzz() {
+  local name=$1 seconds=$2 corpus=$3
+  shift 3
+  echo "fuzzing $name for ${seconds}s"
+  local status=0
+  "$BUILD/topopreempt_fuzz_$name" "$corpus" -max_total_time="$seconds" -rss_limit_mb=4096 \
+    -artifact_prefix="$ARTIFACTS/$name-" -print_final_stats=1 "$@" || status=$?
+  if ((status != 0)); then
+    echo "ERROR: the $name fuzzer found a problem (exit $status); inputs in $ARTIFACTS:" >&2
+    ls -l "$ARTIFACTS" >&2 || true
+    exit 1
+  fi
+}
+fuzz snapshot "$SECONDS_TO_FUZZ" "$SCRATCH/corpus" -dict=tests/fuzz/snapshot.dict -timeout=10 \
+  -max_len=65536
+fuzz sequence "$SEQUENCE_SECONDS" "$SCRATCH/sequence_corpus" -timeout=30 -max_len=2048
+echo "fuzz: no findings in ${SECONDS_TO_FUZZ}s (snapshots) + ${SEQUENCE_SECONDS}s (sequences)"

@@ -58,6 +58,11 @@ if check 2 "cost model whose prices overflow" -- "$tool" --solver all "$here/cos
   fi
 fi
 
+# Issue 19: a gang guaranteed on one GPU whose CPU comes from the core groups beside it (RTX
+# 4090 server): every solver's plan must verify (it used to exit 3).
+check 0 "GPU-scoped gang with CPU beside the GPU, every solver" -- \
+  "$tool" --solver all "$here/gpu-gang-beside-cores.json"
+
 found=0
 for snapshot in "$dir"/*.json; do
   [ -e "$snapshot" ] || continue

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <variant>
@@ -74,14 +75,12 @@ namespace detail {
   const nlohmann::json& workloads = object.required("workloads");
   const std::string workloads_path = object.at("workloads");
   if (!workloads.is_array()) fail(workloads_path, "must be an array of running workloads");
-  std::vector<std::pair<std::uint64_t, std::string>> ids;  // id -> path of its "id"
+  std::unordered_map<std::uint64_t, std::string> ids;  // id -> path of its "id" (hashed: O(n))
   const auto claim_id = [&](WorkloadId id, const std::string& at) {
-    const auto it = std::find_if(ids.begin(), ids.end(),
-                                 [&](const auto& known) { return known.first == id.value; });
-    if (it != ids.end())
-      fail(at, "id " + std::to_string(id.value) + " is already used at " + it->second);
-    ids.emplace_back(id.value, at);
+    const auto [it, fresh] = ids.try_emplace(id.value, at);
+    if (!fresh) fail(at, "id " + std::to_string(id.value) + " is already used at " + it->second);
   };
+  detail::DomainPaths paths(*topology);
   std::vector<std::pair<Workload, std::string>> automatic;  // placed after every explicit one
   for (std::size_t i = 0; i < workloads.size(); ++i) {
     const ObjectReader entry(workloads[i], detail::index_path(workloads_path, i),
@@ -97,7 +96,7 @@ namespace detail {
       continue;
     }
     const Placement placement =
-        detail::read_placement(placement_value, entry.at("placement"), workload, state);
+        detail::read_placement(placement_value, entry.at("placement"), workload, state, paths);
     try {
       state.add(std::move(workload), placement);
     } catch (const std::invalid_argument& error) {

@@ -819,6 +819,7 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
   }
   // Amounts the placement adds per domain, so two entries on one domain are checked together.
   std::vector<std::pair<DomainId, ResourceVector>> added;
+  std::unordered_map<std::uint32_t, std::size_t> added_index;  // built once `added` is large
   const auto level_of_scope = [&](const TopologyRequirement& scope) -> std::optional<LevelIndex> {
     if (scope.mode != RequirementMode::guaranteed) return std::nullopt;
     return topology.level_index(scope.level);
@@ -868,9 +869,21 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
       } else if (!checked_accumulate(pooled_sum, entry.amount)) {
         throw std::invalid_argument(at() + ": the replica's pooled amounts overflow 64 bits");
       }
-      auto it = std::find_if(added.begin(), added.end(),
-                             [&](const auto& item) { return item.first == entry.domain; });
+      // Small placements scan (the hot path); large ones (a gang of 400,000 replicas) look the
+      // domain up in a hash index, so validation stays linear in the placement.
+      auto it = added.end();
+      if (added_index.empty() && added.size() < 32) {
+        it = std::find_if(added.begin(), added.end(),
+                          [&](const auto& item) { return item.first == entry.domain; });
+      } else {
+        if (added_index.empty()) {
+          for (std::size_t k = 0; k < added.size(); ++k) added_index.emplace(added[k].first.value, k);
+        }
+        const auto known = added_index.find(entry.domain.value);
+        if (known != added_index.end()) it = added.begin() + static_cast<std::ptrdiff_t>(known->second);
+      }
       if (it == added.end()) {
+        if (!added_index.empty()) added_index.emplace(entry.domain.value, added.size());
         added.emplace_back(entry.domain, entry.amount);
       } else if (!checked_accumulate(it->second, entry.amount)) {
         throw std::invalid_argument(at() + ": the amounts placed on this domain overflow 64 bits");

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -223,14 +224,24 @@ inline void add_subtree(TopologyBuilder& builder, TopologyBuilder::Handle parent
   for (const auto& child : domain.children) add_subtree(builder, handle, child, child.name);
 }
 
+/// Adds one machine of `shape`; `affinity` is the shape's matrix, registered once per shape
+/// (`TopologyBuilder::intern_affinity`) so that a cluster of n machines costs O(n).
 inline void add_machine(TopologyBuilder& builder, TopologyBuilder::Handle parent,
-                        const MachineShape& shape, std::string name) {
-  const auto handle = builder.add(parent, shape.root.level, std::move(name), shape.root.local_capacity);
-  for (const auto& child : shape.root.children) add_subtree(builder, handle, child, child.name);
-  if (shape.affinity && shape.root.level == "node") builder.set_affinity(handle, *shape.affinity);
+                        const MachineShape& shape, std::string name,
+                        std::optional<TopologyBuilder::AffinityHandle> affinity) {
   if (shape.affinity && shape.root.level != "node") {
     throw std::invalid_argument("shape '" + shape.model + "': affinity needs a node-rooted shape");
   }
+  const auto handle = builder.add(parent, shape.root.level, std::move(name), shape.root.local_capacity);
+  for (const auto& child : shape.root.children) add_subtree(builder, handle, child, child.name);
+  if (affinity) builder.set_affinity(handle, *affinity);
+}
+
+/// The shape's affinity matrix registered with `builder`, or nullopt when it has none.
+[[nodiscard]] inline std::optional<TopologyBuilder::AffinityHandle> intern_affinity(
+    TopologyBuilder& builder, const MachineShape& shape) {
+  if (!shape.affinity || shape.root.level != "node") return std::nullopt;
+  return builder.intern_affinity(*shape.affinity);
 }
 
 }  // namespace detail
@@ -240,7 +251,8 @@ inline void add_machine(TopologyBuilder& builder, TopologyBuilder::Handle parent
   std::vector<std::string> levels{"cluster"};
   levels.insert(levels.end(), shape.levels.begin(), shape.levels.end());
   TopologyBuilder builder(levels, ResourceSchema::standard(), "gpu", "node", "cluster");
-  detail::add_machine(builder, TopologyBuilder::root(), shape, std::move(name));
+  detail::add_machine(builder, TopologyBuilder::root(), shape, std::move(name),
+                      detail::intern_affinity(builder, shape));
   return builder.build();
 }
 
@@ -271,12 +283,19 @@ struct ClusterMember {
   levels.insert(levels.end(), shape_levels.begin(), shape_levels.end());
   TopologyBuilder builder(levels, ResourceSchema::standard(), "gpu", "node", "cluster");
   TopologyBuilder::Handle rack = TopologyBuilder::root();
+  // One registered affinity matrix per shape object: members usually share a handful.
+  std::unordered_map<const MachineShape*, std::optional<TopologyBuilder::AffinityHandle>> affinity;
   for (std::size_t i = 0; i < members.size(); ++i) {
     if (!racked && i % per_rack == 0) {
       rack = builder.add(TopologyBuilder::root(), "rack", "rack" + std::to_string(i / per_rack));
     }
-    detail::add_machine(builder, racked ? TopologyBuilder::root() : rack, *members[i].shape,
-                        members[i].name);
+    const MachineShape& shape = *members[i].shape;
+    auto known = affinity.find(&shape);
+    if (known == affinity.end()) {
+      known = affinity.emplace(&shape, detail::intern_affinity(builder, shape)).first;
+    }
+    detail::add_machine(builder, racked ? TopologyBuilder::root() : rack, shape, members[i].name,
+                        known->second);
   }
   return builder.build();
 }

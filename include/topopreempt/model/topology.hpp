@@ -358,12 +358,23 @@ class TopologyBuilder {
     if (!is_valid_domain_name(name)) {
       throw std::invalid_argument("domain name " + label + " must be non-empty and contain no '/'");
     }
-    // Hashed by (parent, name): adding n siblings costs O(n), not O(n^2) name comparisons.
+    // Few siblings are compared by name; a parent with many is hashed by (parent, name), so n
+    // siblings cost O(n), not O(n^2). Hashing only those keeps the table small: 10 M domains
+    // of 588,235 machines index only the machines, not every socket, NUMA node and GPU.
     const std::size_t key = sibling_key(parent.index, name);
-    for (auto [it, last] = siblings_.equal_range(key); it != last; ++it) {
-      if (nodes_[it->second].parent == parent.index && nodes_[it->second].name == name) {
-        throw std::invalid_argument("domain " + label + " already exists under '" +
-                                    parent_domain.name + "'");
+    if (parent_domain.children.size() < indexed_siblings) {
+      for (const std::uint32_t sibling : parent_domain.children) {
+        if (nodes_[sibling].name == name) {
+          throw std::invalid_argument("domain " + label + " already exists under '" +
+                                      parent_domain.name + "'");
+        }
+      }
+    } else {
+      for (auto [it, last] = siblings_.equal_range(key); it != last; ++it) {
+        if (nodes_[it->second].parent == parent.index && nodes_[it->second].name == name) {
+          throw std::invalid_argument("domain " + label + " already exists under '" +
+                                      parent_domain.name + "'");
+        }
       }
     }
     ResourceVector capacity = local_capacity.size() == 0 ? schema_.zeros() : local_capacity;
@@ -376,7 +387,7 @@ class TopologyBuilder {
     try {  // strong guarantee: a failed insertion leaves no trace
       nodes_[parent.index].children.push_back(index);
       try {
-        siblings_.emplace(key, index);
+        index_siblings(parent.index, key, index);
       } catch (...) {
         nodes_[parent.index].children.pop_back();
         throw;
@@ -394,36 +405,59 @@ class TopologyBuilder {
     nodes_[0].local_capacity = local_capacity;
   }
 
+  /// Index of an affinity matrix registered with `intern_affinity`, for `set_affinity`.
+  struct AffinityHandle {
+    std::uint32_t index = 0;
+  };
+
+  /// Registers a device-affinity matrix once, for many hosts (e.g. every machine of one shape):
+  /// identical matrices are shared, so 10,000 identical nodes store one 8x8 matrix. Found by a
+  /// hash of the entries, so many distinct matrices cost O(n) comparisons, not O(n^2).
+  /// Validated against each host it is attached to at `build()`.
+  AffinityHandle intern_affinity(Eigen::MatrixXd matrix) {
+    const std::size_t key = matrix_key(matrix);
+    for (auto [it, last] = matrix_by_key_.equal_range(key); it != last; ++it) {
+      const Eigen::MatrixXd& known = matrices_[it->second];
+      if (known.rows() == matrix.rows() && known.cols() == matrix.cols() && known == matrix) {
+        return AffinityHandle{it->second};
+      }
+    }
+    const auto index = static_cast<std::uint32_t>(matrices_.size());
+    matrices_.push_back(std::move(matrix));
+    try {
+      matrix_by_key_.emplace(key, index);
+    } catch (...) {
+      matrices_.pop_back();
+      throw;
+    }
+    return AffinityHandle{index};
+  }
+
+  /// Attaches the registered matrix `matrix` to the host domain `host`: O(1) amortised, no
+  /// copy of the matrix (one rack of 588,235 hosts used to take minutes).
+  void set_affinity(Handle host, AffinityHandle matrix) {
+    if (host.index >= nodes_.size() || nodes_[host.index].level != host_level_) {
+      throw std::invalid_argument("affinity matrix must be attached to a domain of host level '" +
+                                  levels_[host_level_] + "'");
+    }
+    if (matrix.index >= matrices_.size()) {
+      throw std::invalid_argument("affinity handle " + std::to_string(matrix.index) +
+                                  " was not registered with this builder");
+    }
+    affinity_.emplace_back(host.index, matrix.index);
+  }
+
   /// Attaches a device-affinity matrix to the host domain `host` (square, one row per device of
-  /// that host in insertion order, symmetric, finite). Validated at `build()`.
+  /// that host in insertion order, symmetric, finite). Validated at `build()`. For many hosts
+  /// sharing one matrix, `intern_affinity` once and `set_affinity(host, handle)` per host.
   void set_affinity(Handle host, Eigen::MatrixXd matrix) {
     if (host.index >= nodes_.size() || nodes_[host.index].level != host_level_) {
       throw std::invalid_argument("affinity matrix must be attached to a domain of host level '" +
                                   levels_[host_level_] + "'");
     }
-    // Identical matrices are shared, so 10,000 identical nodes store one 8x8 matrix; found by
-    // a hash of the entries, so many distinct matrices cost O(n) comparisons, not O(n^2).
-    const std::size_t key = matrix_key(matrix);
-    std::optional<std::uint32_t> matrix_index;
-    for (auto [it, last] = matrix_by_key_.equal_range(key); it != last; ++it) {
-      const Eigen::MatrixXd& known = matrices_[it->second];
-      if (known.rows() == matrix.rows() && known.cols() == matrix.cols() && known == matrix) {
-        matrix_index = it->second;
-        break;
-      }
-    }
-    affinity_.reserve(affinity_.size() + 1);  // the only later step that can throw is below
-    if (!matrix_index) {
-      matrix_index = static_cast<std::uint32_t>(matrices_.size());
-      matrices_.push_back(std::move(matrix));
-      try {
-        matrix_by_key_.emplace(key, *matrix_index);
-      } catch (...) {
-        matrices_.pop_back();
-        throw;
-      }
-    }
-    affinity_.emplace_back(host.index, *matrix_index);
+    // Room first (geometric growth, so n hosts cost O(n)): after interning, nothing can throw.
+    if (affinity_.size() == affinity_.capacity()) affinity_.reserve(2 * affinity_.size() + 8);
+    set_affinity(host, intern_affinity(std::move(matrix)));
   }
 
   /// Number of domains added so far (including the root).
@@ -527,6 +561,30 @@ class TopologyBuilder {
     ResourceVector local_capacity;
     std::vector<std::uint32_t> children;
   };
+
+  /// Parents with at least this many children have them hashed in `siblings_`.
+  static constexpr std::size_t indexed_siblings = 16;
+
+  /// Hashes the new child `index` (key `key`) of `parent` once the parent has many children,
+  /// all of them the first time. All or nothing: a failed insertion removes those it made.
+  void index_siblings(std::uint32_t parent, std::size_t key, std::uint32_t index) {
+    const std::vector<std::uint32_t>& children = nodes_[parent].children;
+    if (children.size() < indexed_siblings) return;
+    if (children.size() > indexed_siblings) {
+      siblings_.emplace(key, index);
+      return;
+    }
+    std::vector<decltype(siblings_)::iterator> made;
+    made.reserve(children.size());
+    try {
+      for (const std::uint32_t child : children) {
+        made.push_back(siblings_.emplace(sibling_key(parent, nodes_[child].name), child));
+      }
+    } catch (...) {
+      for (const auto& it : made) siblings_.erase(it);
+      throw;
+    }
+  }
 
   [[nodiscard]] static std::size_t sibling_key(std::uint32_t parent, std::string_view name) noexcept {
     return std::hash<std::string_view>{}(name) ^ (std::size_t{parent} * 0x9e3779b97f4a7c15ULL);

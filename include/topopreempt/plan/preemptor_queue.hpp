@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <map>
+#include <new>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -38,6 +40,9 @@ enum class NominationStatus : std::uint8_t {
   planned,     ///< it had no nomination: planned afresh
   replanned,   ///< its nomination no longer applied: planned afresh
   infeasible,  ///< no plan on the state left by the preemptors before it
+  rejected,    ///< the preemptor itself is bad (listed twice, already running, an invalid
+               ///< request or nomination, a solver error): `QueuedPlan::error` says why;
+               ///< nothing was planned or applied for it, the others are planned as usual
 };
 
 /// "kept", "resumed", ...
@@ -53,6 +58,8 @@ enum class NominationStatus : std::uint8_t {
       return "replanned";
     case NominationStatus::infeasible:
       return "infeasible";
+    case NominationStatus::rejected:
+      return "rejected";
   }
   return "unknown";
 }
@@ -121,6 +128,8 @@ struct QueuedPlan {
   /// For `resumed` and `replanned`: the dependency domains of the old nomination that moved
   /// (empty for `replanned` when the preemptor's request changed instead).
   std::vector<DomainId> moved;
+  /// For `rejected`: the error that rejected the preemptor (empty otherwise).
+  std::string error;
 };
 
 /// The answer of `plan_queue`.
@@ -137,22 +146,27 @@ struct QueueResult {
 
 namespace detail::queue {
 
-/// The order `plan_queue` plans in: priority descending, ties by ascending id.
+/// The order `plan_queue` plans in: priority descending, ties by ascending id, then by
+/// position in `pending` (so a preemptor listed twice is planned first where it ranks first).
 [[nodiscard]] inline std::vector<std::size_t> planning_order(std::span<const Workload> pending) {
   std::vector<std::size_t> order(pending.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     if (pending[a].priority != pending[b].priority)
       return pending[a].priority > pending[b].priority;
     return pending[a].id < pending[b].id;
   });
-  for (std::size_t k = 1; k < order.size(); ++k) {
-    if (pending[order[k - 1]].id == pending[order[k]].id) {
-      throw std::invalid_argument("preemptor " + pending[order[k]].label() +
-                                  " is listed more than once in the queue");
-    }
-  }
   return order;
+}
+
+/// The placeholder plan of a rejected preemptor: infeasible, explaining the rejection.
+[[nodiscard]] inline PreemptionPlan rejected_plan(const Workload& preemptor,
+                                                  const std::string& error) {
+  PreemptionPlan plan;
+  plan.preemptor = preemptor.id;
+  plan.status = PlanStatus::infeasible;
+  plan.explanation = "preemptor " + preemptor.label() + " rejected: " + error;
+  return plan;
 }
 
 /// The rest of `nomination` once the victims that already left are struck out, when it still
@@ -203,6 +217,44 @@ template <CostModel Model>
   return rest;
 }
 
+/// Plans `preemptor` on `working` (see `plan_queue`) into `item`, applies its plan to `working`
+/// and records it in `next`. Strong guarantee: on a throw `working` and `next` are unchanged.
+template <class Solver, CostModel Model>
+void plan_one(Allocation& working, const Workload& preemptor, const Solver& solver,
+              const Model& model, const Nominations& nominations, Nominations& next,
+              QueuedPlan& item) {
+  std::optional<PreemptionPlan> plan;
+  const PreemptionPlan* nomination = nominations.find(preemptor.id);
+  if (nomination != nullptr && !nominations.same_request(preemptor)) {
+    item.status = NominationStatus::replanned;  // the request changed: the plan is moot
+  } else if (nomination != nullptr) {
+    item.moved = moved_dependencies(working, *nomination);
+    if (item.moved.empty() &&
+        (nomination->victims.empty() || !fits_without_preemption(working, preemptor))) {
+      plan = *nomination;
+      item.status = NominationStatus::kept;
+    } else if ((plan = resume(working, *nomination, preemptor, model))) {
+      item.status = NominationStatus::resumed;
+    } else {
+      item.status = NominationStatus::replanned;
+    }
+  }
+  if (!plan) plan = solver.solve(working, preemptor, model);
+  if (plan->status == PlanStatus::infeasible) {
+    item.status = NominationStatus::infeasible;
+  } else {
+    // Remembered first (a no-op to undo): the apply is then the last step that can throw.
+    next.remember(preemptor, *plan);
+    try {
+      detail::transaction::apply_atomically(working, *plan, preemptor);
+    } catch (...) {
+      next.forget(preemptor.id);
+      throw;
+    }
+  }
+  item.plan = std::move(*plan);
+}
+
 }  // namespace detail::queue
 
 /// Plans for every preemptor in `pending` in one call, in priority order (highest first, ties
@@ -226,9 +278,15 @@ template <CostModel Model>
 /// the plans in result order with `commit` lands them all while the state does not move; a
 /// plan committed without the ones before it lands only where it does not depend on them.
 ///
-/// Throws `std::invalid_argument` (nothing changed) when a preemptor is listed twice or is
-/// already running, a nomination names domains outside the topology, and whatever `solver`
-/// throws; `nominations` is replaced only on success (strong guarantee).
+/// A bad preemptor is reported for itself and does not spoil the queue: one listed again after
+/// its first place in planning order, one already running, one whose request or nomination is
+/// invalid (e.g. a level the topology lacks, domains outside it), or one whose solve throws
+/// (other than `std::bad_alloc`) ends `rejected`, with the error in `QueuedPlan::error`; the
+/// working state is left as it was before it (every plan lands all or nothing), so the
+/// preemptors after it are planned as if it were not there, and its nomination is dropped.
+///
+/// Throws only `std::bad_alloc` (and what a custom solver throws that does not derive from
+/// `std::exception`); `nominations` is replaced only on success (strong guarantee).
 ///
 /// Cost: one copy of `state`, one solve per preemptor not kept, one placement search per kept
 /// nomination with victims, a dry run (`Allocation::check_preempt_and_start`, O(its victims))
@@ -242,43 +300,35 @@ requires PreemptionSolver<Solver, Model>
                                      const Solver& solver, const Model& model,
                                      Nominations& nominations) {
   const std::vector<std::size_t> order = detail::queue::planning_order(pending);
-  for (const Workload& preemptor : pending) {
-    if (state.contains(preemptor.id)) {
-      throw std::invalid_argument("preemptor " + preemptor.label() + " is already running");
-    }
-  }
   Allocation working = state;
   Nominations next;
   QueueResult result;
   result.plans.reserve(pending.size());
+  std::vector<WorkloadId> seen;
+  seen.reserve(pending.size());
   for (const std::size_t index : order) {
     const Workload& preemptor = pending[index];
     QueuedPlan item;
     item.preemptor = preemptor.id;
-    std::optional<PreemptionPlan> plan;
-    const PreemptionPlan* nomination = nominations.find(preemptor.id);
-    if (nomination != nullptr && !nominations.same_request(preemptor)) {
-      item.status = NominationStatus::replanned;  // the request changed: the plan is moot
-    } else if (nomination != nullptr) {
-      item.moved = moved_dependencies(working, *nomination);
-      if (item.moved.empty() &&
-          (nomination->victims.empty() || !fits_without_preemption(working, preemptor))) {
-        plan = *nomination;
-        item.status = NominationStatus::kept;
-      } else if ((plan = detail::queue::resume(working, *nomination, preemptor, model))) {
-        item.status = NominationStatus::resumed;
-      } else {
-        item.status = NominationStatus::replanned;
+    try {
+      if (std::find(seen.begin(), seen.end(), preemptor.id) != seen.end()) {
+        throw std::invalid_argument("preemptor " + preemptor.label() +
+                                    " is listed more than once in the queue");
       }
+      seen.push_back(preemptor.id);
+      if (state.contains(preemptor.id)) {
+        throw std::invalid_argument("preemptor " + preemptor.label() + " is already running");
+      }
+      detail::queue::plan_one(working, preemptor, solver, model, nominations, next, item);
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const std::exception& error) {
+      // `plan_one` changes `working` and `next` only once nothing can fail any more.
+      item.status = NominationStatus::rejected;
+      item.moved.clear();
+      item.error = error.what();
+      item.plan = detail::queue::rejected_plan(preemptor, item.error);
     }
-    if (!plan) plan = solver.solve(working, preemptor, model);
-    if (plan->status == PlanStatus::infeasible) {
-      item.status = NominationStatus::infeasible;
-    } else {
-      detail::transaction::apply(working, *plan, preemptor);
-      next.remember(preemptor, *plan);
-    }
-    item.plan = std::move(*plan);
     result.plans.push_back(std::move(item));
   }
   nominations = std::move(next);

@@ -120,6 +120,34 @@ inline void apply(Allocation& state, const PreemptionPlan& plan, const Workload&
   state.add(preemptor, plan.placement);
 }
 
+/// Applies the plan's changes to `state` all or nothing (strong guarantee, `std::bad_alloc`
+/// included), without `commit`'s misuse and version checks: through
+/// `Allocation::preempt_and_start`, or replayed on a copy when a victim is named twice.
+inline void apply_atomically(Allocation& state, const PreemptionPlan& plan,
+                             const Workload& preemptor) {
+  std::vector<Allocation::VictimChange> changes;
+  changes.reserve(plan.victims.size());
+  for (const Victim& victim : plan.victims) {
+    changes.push_back({victim.id, victim.action == VictimAction::evict, victim.dropped_replicas});
+  }
+  std::vector<WorkloadId> ids;
+  ids.reserve(plan.victims.size());
+  for (const Victim& victim : plan.victims) ids.push_back(victim.id);
+  std::sort(ids.begin(), ids.end());
+  if (std::adjacent_find(ids.begin(), ids.end()) == ids.end()) {
+    // O(what changes): every check and allocation before the first mutation.
+    state.preempt_and_start(changes, preemptor, plan.placement);
+    return;
+  }
+  // A victim named twice (only a hand-made plan does that): replay the calls on a copy, so the
+  // outcome is exactly theirs.
+  Allocation next = state;  // copies share the immutable topology
+  detail::transaction::apply(next, plan, preemptor);
+  static_assert(std::is_nothrow_move_assignable_v<Allocation>,
+                "commit's strong guarantee needs a no-throw move of the state");
+  state = std::move(next);
+}
+
 }  // namespace detail::transaction
 
 /// Applies `plan`, computed for `preemptor` on some earlier version of `state` (a copy, a
@@ -151,27 +179,7 @@ inline void apply(Allocation& state, const PreemptionPlan& plan, const Workload&
   detail::transaction::check_committable(state, plan, preemptor);
   std::vector<DomainId> moved = moved_dependencies(state, plan);
   if (!moved.empty()) return CommitResult{false, std::move(moved)};
-  std::vector<Allocation::VictimChange> changes;
-  changes.reserve(plan.victims.size());
-  for (const Victim& victim : plan.victims) {
-    changes.push_back({victim.id, victim.action == VictimAction::evict, victim.dropped_replicas});
-  }
-  std::vector<WorkloadId> ids;
-  ids.reserve(plan.victims.size());
-  for (const Victim& victim : plan.victims) ids.push_back(victim.id);
-  std::sort(ids.begin(), ids.end());
-  if (std::adjacent_find(ids.begin(), ids.end()) == ids.end()) {
-    // O(what changes): every check and allocation before the first mutation.
-    state.preempt_and_start(changes, preemptor, plan.placement);
-    return CommitResult{true, {}};
-  }
-  // A victim named twice (only a hand-made plan does that): replay the calls on a copy, so the
-  // outcome is exactly theirs.
-  Allocation next = state;  // copies share the immutable topology
-  detail::transaction::apply(next, plan, preemptor);
-  static_assert(std::is_nothrow_move_assignable_v<Allocation>,
-                "commit's strong guarantee needs a no-throw move of the state");
-  state = std::move(next);
+  detail::transaction::apply_atomically(state, plan, preemptor);
   return CommitResult{true, {}};
 }
 
