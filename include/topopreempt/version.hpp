@@ -6,7 +6,7 @@
 #include <string_view>
 
 #define TOPOPREEMPT_VERSION_MAJOR 0
-#define TOPOPREEMPT_VERSION_MINOR 4
+#define TOPOPREEMPT_VERSION_MINOR 5
 #define TOPOPREEMPT_VERSION_PATCH 0
 
 // Single integer for preprocessor comparisons: MAJOR * 10000 + MINOR * 100 + PATCH.
