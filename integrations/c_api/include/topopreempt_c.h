@@ -270,7 +270,7 @@ typedef enum tp_solver {
 typedef enum tp_cost_model {
   TP_COST_PRIORITY_WEIGHTED = 0, /* priority + offset per victim (shrink pro rata) */
   TP_COST_VICTIM_COUNT = 1,      /* 1 per victim */
-  TP_COST_KUBERNETES_ORDER = 2,  /* base^rank(priority): Kubernetes' DefaultPreemption order */
+  TP_COST_KUBERNETES_ORDER = 2,  /* Kubernetes' DefaultPreemption order (exact mixed radix) */
   TP_COST_LOST_WORK = 3,         /* GPU-seconds since checkpoint + floor */
   TP_COST_RELOAD_TIME = 4,       /* model_size_gib / bandwidth per replica + floor */
   TP_COST_EXTRA = 5              /* the workload's extra_cost + floor */
@@ -283,7 +283,8 @@ typedef struct tp_cost_term {
   double offset;              /* priority_weighted; default 2^31 */
   double floor;               /* lost_work, reload_time, extra; default 1 */
   double bandwidth_gib_per_s; /* reload_time; > 0; default 2 */
-  double base;                /* kubernetes_order; >= 2; default 1024 */
+  double base;                /* kubernetes_order: 0 (default) = exact mixed radix over the
+                                 running workloads; else a whole number >= 2 for base^rank */
 } tp_cost_term;
 TP_API void tp_cost_term_init(tp_cost_term* term, tp_cost_model model);
 

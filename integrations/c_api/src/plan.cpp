@@ -135,13 +135,19 @@ Question to_question(const tp_cluster& cluster, tp::Workload preemptor,
     if (!std::isfinite(term.offset)) fail(TP_E_INVALID, where + "offset must be finite");
     check(term.floor, "floor", 0.0, false);
     check(term.bandwidth_gib_per_s, "bandwidth_gib_per_s", 0.0, true);
-    check(term.base, "base", 2.0, false);
+    // 0: the exact mixed radix over the running workloads (the library's default); else a
+    // whole number >= 2 for base^rank.
+    if (!(term.base == 0.0 || (term.base >= 2.0 && term.base == std::floor(term.base)))) {
+      fail(TP_E_INVALID, where + "base must be 0 (exact mixed radix) or a whole number >= 2, got " +
+                             std::to_string(term.base));
+    }
     kubernetes = kubernetes || term.model == TP_COST_KUBERNETES_ORDER;
     question.terms.push_back(term);
   }
   if (kubernetes) {
+    // Every running workload's priority, duplicates included: they size the mixed radix.
     for (const auto& [priority, count] : cluster.priorities)
-      question.priorities.push_back(priority);
+      question.priorities.insert(question.priorities.end(), count, priority);
   }
   question.preemptor = std::move(preemptor);
   return question;
@@ -196,7 +202,14 @@ std::string key_of(const Question& question) {
     key.put(term.bandwidth_gib_per_s);
     key.put(term.base);
   }
-  for (const std::int32_t priority : question.priorities) key.put(priority);
+  // Run-length: the priorities are sorted, and repeated once per running workload.
+  for (std::size_t i = 0; i < question.priorities.size();) {
+    std::size_t j = i;
+    while (j < question.priorities.size() && question.priorities[j] == question.priorities[i]) ++j;
+    key.put(question.priorities[i]);
+    key.put(j - i);
+    i = j;
+  }
   return std::move(key).take();
 }
 
@@ -301,7 +314,7 @@ void tp_cost_term_init(tp_cost_term* term, tp_cost_model model) {
   term->offset = tp::cost::priority_weighted{}.offset;
   term->floor = tp::cost::lost_work{}.floor;
   term->bandwidth_gib_per_s = tp::cost::reload_time{}.bandwidth_gib_per_s;
-  term->base = 1024.0;
+  term->base = 0.0;  // the exact mixed radix, as cost::kubernetes_order's default
 }
 
 void tp_plan_options_init(tp_plan_options* options) {
