@@ -431,7 +431,8 @@ TEST_CASE("issue 19: exact-cost declarations are checked, with an error naming t
 }
 
 TEST_CASE("issue 19: branch-and-bound's default budget is deterministic (nodes, no clock)") {
-  const auto& limits = solvers::branch_and_bound_solver{}.limits();
+  const solvers::branch_and_bound_solver solver{};  // limits() refers into the solver
+  const auto& limits = solver.limits();
   CHECK(limits.max_nodes == 2'000'000);
   CHECK(limits.time_limit == std::chrono::nanoseconds::max());
 }
