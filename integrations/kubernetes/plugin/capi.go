@@ -64,15 +64,40 @@ func check(cl *C.tp_cluster, st C.tp_status, what string) error {
 	return fmt.Errorf("%s: %s: %s", what, C.GoString(C.tp_status_name(st)), C.GoString(C.tp_cluster_last_error(cl)))
 }
 
-// Solve builds the model as a fresh C-ABI cluster and asks for a plan. A panic on this side
-// of the cgo boundary becomes an error: nothing here may crash kube-scheduler.
+// Solve builds the model as a fresh C-ABI cluster and asks for a plan (one question, nothing
+// kept: the plugin itself keeps a mirror, see mirror.go). A panic on this side of the cgo
+// boundary becomes an error: nothing here may crash kube-scheduler.
 func Solve(m *Model, opts *Args) (plan *Plan, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			plan, err = nil, fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
 		}
 	}()
-	// One cluster handle is used by one thread at a time: pin the goroutine for the call.
+	cl, err := newCluster(m.Levels, m.Domains)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.destroy()
+	for i := range m.Workloads {
+		if err := cl.start(&m.Workloads[i]); err != nil {
+			return nil, err
+		}
+	}
+	return cl.plan(&m.Preemptor, opts)
+}
+
+// cluster is one C-ABI cluster handle. The C ABI allows one thread at a time on a handle; the
+// caller serialises (the mirror holds its mutex), and every call pins its goroutine to its OS
+// thread for the duration, so a handle is never used by two threads at once.
+type cluster struct{ cl *C.tp_cluster }
+
+// newCluster defines and seals a cluster with these levels and domains (parents first).
+func newCluster(levelNames []string, domains []Domain) (c *cluster, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, err = nil, fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
+		}
+	}()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var cs cstrings
@@ -81,13 +106,18 @@ func Solve(m *Model, opts *Args) (plan *Plan, err error) {
 	if cl == nil {
 		return nil, fmt.Errorf("tp_cluster_create: out of memory")
 	}
-	defer C.tp_cluster_destroy(cl)
-
+	c = &cluster{cl: cl}
+	ok := false
+	defer func() {
+		if !ok {
+			c.destroy()
+		}
+	}()
 	levels := (*[64]*C.char)(cs.alloc(unsafe.Sizeof((*C.char)(nil)) * 64))
-	if len(m.Levels) > 64 {
-		return nil, fmt.Errorf("%d topology levels (at most 64)", len(m.Levels))
+	if len(levelNames) > 64 {
+		return nil, fmt.Errorf("%d topology levels (at most 64)", len(levelNames))
 	}
-	for i, l := range m.Levels {
+	for i, l := range levelNames {
 		levels[i] = cs.str(l)
 	}
 	res := (*C.tp_resource)(cs.alloc(unsafe.Sizeof(C.tp_resource{})))
@@ -96,7 +126,7 @@ func Solve(m *Model, opts *Args) (plan *Plan, err error) {
 	var schema C.tp_schema
 	C.tp_schema_init(&schema)
 	schema.levels = (**C.char)(unsafe.Pointer(levels))
-	schema.level_count = C.size_t(len(m.Levels))
+	schema.level_count = C.size_t(len(levelNames))
 	schema.device_level = cs.str(levelDevice)
 	schema.host_level = cs.str(levelNode)
 	schema.resources = res
@@ -107,7 +137,7 @@ func Solve(m *Model, opts *Args) (plan *Plan, err error) {
 	gpu := (*C.tp_amount)(cs.alloc(unsafe.Sizeof(C.tp_amount{})))
 	gpu.resource = res.name
 	gpu.amount = 1000
-	for _, d := range m.Domains {
+	for _, d := range domains {
 		var capacity *C.tp_amount
 		n := C.size_t(0)
 		if d.Level == levelDevice {
@@ -124,12 +154,54 @@ func Solve(m *Model, opts *Args) (plan *Plan, err error) {
 	if err := check(cl, C.tp_cluster_seal(cl), "seal"); err != nil {
 		return nil, err
 	}
-	for i := range m.Workloads {
-		if err := startWorkload(cl, &m.Workloads[i]); err != nil {
-			return nil, err
-		}
+	ok = true
+	return c, nil
+}
+
+// destroy frees the handle (idempotent).
+func (c *cluster) destroy() {
+	if c != nil && c.cl != nil {
+		C.tp_cluster_destroy(c.cl)
+		c.cl = nil
 	}
-	return plan1(cl, m, opts, &cs)
+}
+
+// start records w (running, at its Entries).
+func (c *cluster) start(w *Workload) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
+		}
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return startWorkload(c.cl, w)
+}
+
+// finish forgets the running workload id.
+func (c *cluster) finish(id uint64, name string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
+		}
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	return check(c.cl, C.tp_cluster_workload_finish(c.cl, C.uint64_t(id)), "finish "+name)
+}
+
+// plan asks whom to preempt for the preemptor (read-only on the cluster).
+func (c *cluster) plan(preemptor *Workload, opts *Args) (plan *Plan, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			plan, err = nil, fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
+		}
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var cs cstrings
+	defer cs.free()
+	return plan1(c.cl, preemptor, opts, &cs)
 }
 
 // fillWorkload copies w into a tp_workload; strings go to cs.
@@ -189,9 +261,9 @@ var costModels = map[string]C.tp_cost_model{
 var planStatus = map[C.int32_t]string{C.TP_PLAN_OPTIMAL: "optimal", C.TP_PLAN_FEASIBLE: "feasible",
 	C.TP_PLAN_INFEASIBLE: "infeasible", C.TP_PLAN_NO_PREEMPTION_NEEDED: "no_preemption_needed"}
 
-func plan1(cl *C.tp_cluster, m *Model, a *Args, cs *cstrings) (*Plan, error) {
+func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, cs *cstrings) (*Plan, error) {
 	var pw C.tp_workload
-	fillWorkload(&pw, &m.Preemptor, cs)
+	fillWorkload(&pw, preemptor, cs)
 	var opts C.tp_plan_options
 	C.tp_plan_options_init(&opts)
 	if a.TimeLimitSeconds > 0 {
@@ -217,7 +289,7 @@ func plan1(cl *C.tp_cluster, m *Model, a *Args, cs *cstrings) (*Plan, error) {
 		opts.cost_term_count = C.uint32_t(len(a.Cost))
 	}
 	var p *C.tp_plan
-	if err := check(cl, C.tp_cluster_plan(cl, &pw, &opts, &p), "plan for "+m.Preemptor.Name); err != nil {
+	if err := check(cl, C.tp_cluster_plan(cl, &pw, &opts, &p), "plan for "+preemptor.Name); err != nil {
 		return nil, err
 	}
 	defer C.tp_plan_destroy(p)
@@ -244,7 +316,7 @@ func plan1(cl *C.tp_cluster, m *Model, a *Args, cs *cstrings) (*Plan, error) {
 	if st := C.tp_plan_get_placement(p, &entries, &ne); st != C.TP_OK {
 		return nil, fmt.Errorf("plan placement: %s", C.GoString(C.tp_status_name(st)))
 	}
-	out.Hosts = make([]string, m.Preemptor.Replicas)
+	out.Hosts = make([]string, preemptor.Replicas)
 	for _, e := range unsafe.Slice(entries, int(ne)) {
 		r := int(e.replica)
 		if r < 0 || r >= len(out.Hosts) {

@@ -59,6 +59,7 @@ type Domain struct {
 // Workload is a running pod (or a disruptionMode=All PodGroup) or the preemptor.
 type Workload struct {
 	ID           uint64
+	Key          string // what identifies it across questions: "pod/<uid>" or "podgroup/<ns>/<name>"
 	Name         string
 	Priority     int32
 	Preemptible  bool
@@ -104,15 +105,18 @@ func unsupported(format string, args ...any) error {
 
 type deviceKey struct{ driver, pool, device string }
 
+// objectKey names a namespaced object without building a string per lookup.
+type objectKey struct{ namespace, name string }
+
 // builder assembles a Model; devices maps each DRA device to its host and path.
 type builder struct {
 	args     *Args
 	in       *Inputs
 	m        Model
 	devices  map[deviceKey]Entry
-	claims   map[string]*resourcev1.ResourceClaim // namespace/name
-	nodeDevs map[string][]string                  // extended-resource devices per node, in order
-	levelOf  map[string]string                    // label key -> level name
+	claims   map[objectKey]*resourcev1.ResourceClaim
+	nodeDevs map[string][]string // extended-resource devices per node, in order
+	levelOf  map[string]string   // label key -> level name
 	// extMode: the preemptor asks for the extended resource, so the GPUs modelled are the
 	// extended-resource ones; otherwise they are the DRA devices. One kind per question, since
 	// a device leaf carries no kind and the two inventories are separate to the scheduler.
@@ -125,12 +129,9 @@ func BuildModel(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1b
 	if len(pods) == 0 {
 		return nil, fmt.Errorf("no preemptor pod")
 	}
-	b := &builder{args: args, in: in, devices: map[deviceKey]Entry{}, claims: map[string]*resourcev1.ResourceClaim{},
-		nodeDevs: map[string][]string{}, levelOf: map[string]string{}}
-	for _, c := range in.Claims {
-		b.claims[c.Namespace+"/"+c.Name] = c
-	}
-	b.extMode = b.args.ExtendedResource != "" && extRequest(pods[0], b.args.ExtendedResource) > 0
+	b := &builder{args: args, in: in, devices: map[deviceKey]Entry{}, nodeDevs: map[string][]string{}, levelOf: map[string]string{}}
+	b.indexClaims()
+	b.extMode = wantsExtended(args, pods[0])
 	if err := b.topology(); err != nil {
 		return nil, err
 	}
@@ -141,6 +142,19 @@ func BuildModel(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1b
 		return nil, err
 	}
 	return &b.m, nil
+}
+
+// wantsExtended says whether the question is about the extended resource (the preemptor asks
+// for it) rather than DRA devices.
+func wantsExtended(args *Args, preemptor *corev1.Pod) bool {
+	return args.ExtendedResource != "" && extRequest(preemptor, args.ExtendedResource) > 0
+}
+
+func (b *builder) indexClaims() {
+	b.claims = make(map[objectKey]*resourcev1.ResourceClaim, len(b.in.Claims))
+	for _, c := range b.in.Claims {
+		b.claims[objectKey{c.Namespace, c.Name}] = c
+	}
 }
 
 // labelLevels are the configured label keys above the host, with unique level names.
@@ -299,7 +313,7 @@ func (b *builder) podClaims(p *corev1.Pod) ([]*resourcev1.ResourceClaim, error) 
 		if name == "" {
 			return nil, unsupported("pod %s/%s: claim %s has no ResourceClaim yet", p.Namespace, p.Name, rc.Name)
 		}
-		c, ok := b.claims[p.Namespace+"/"+name]
+		c, ok := b.claims[objectKey{p.Namespace, name}]
 		if !ok {
 			return nil, unsupported("pod %s/%s: ResourceClaim %s not found", p.Namespace, p.Name, name)
 		}
@@ -450,7 +464,12 @@ func (b *builder) running(preemptors []*corev1.Pod) error {
 	var all []held
 	for _, n := range nodeNames {
 		pods := append([]*corev1.Pod(nil), b.in.Pods[n]...)
-		sort.Slice(pods, func(i, j int) bool { return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name })
+		sort.Slice(pods, func(i, j int) bool {
+			if pods[i].Namespace != pods[j].Namespace {
+				return pods[i].Namespace < pods[j].Namespace
+			}
+			return pods[i].Name < pods[j].Name
+		})
 		nextExt := 0
 		for _, p := range pods {
 			if skip[string(p.UID)] {
@@ -501,14 +520,16 @@ func (b *builder) running(preemptors []*corev1.Pod) error {
 		}
 	}
 	gangs := map[string]int{} // PodGroup key -> index in Workloads
-	preemptorPrio := b.m.Preemptor.Priority
+	timed := b.args.usesLostWork()
+	b.m.Workloads = make([]Workload, 0, len(all)) // 10,000 appends of a large struct add up
 	for _, h := range all {
 		p := h.pod
-		cost, err := costInputs(p, b.in.Now)
+		cost, err := costInputs(p, b.in.Now, timed)
 		if err != nil {
 			return err
 		}
 		prio := podPriority(p)
+		workloadKey := "pod/" + string(p.UID)
 		if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
 			key := p.Namespace + "/" + *sg.PodGroupName
 			if g := b.podGroup(p.Namespace, *sg.PodGroupName); g != nil && g.Spec.DisruptionMode != nil && g.Spec.DisruptionMode.All != nil {
@@ -527,17 +548,21 @@ func (b *builder) running(preemptors []*corev1.Pod) error {
 					w.Extra += cost.Extra
 					w.SinceCkpt = max(w.SinceCkpt, cost.SinceCkpt)
 					w.Priority = max(w.Priority, prio)
-					w.Preemptible = w.Priority < preemptorPrio
 					continue
 				}
 				gangs[key] = len(b.m.Workloads)
+				workloadKey = "podgroup/" + key
 			}
 		}
 		w := cost
 		w.ID = uint64(len(b.m.Workloads) + 1)
+		w.Key = workloadKey
 		w.Name = p.Namespace + "/" + p.Name
 		w.Priority = prio
-		w.Preemptible = prio < preemptorPrio
+		// Every running pod may be a victim as far as the model goes: the library itself takes
+		// only strictly lower priorities than the preemptor's, so the workload does not depend
+		// on the question and a mirror can keep it across questions.
+		w.Preemptible = true
 		w.Replicas = 1
 		w.WholeDevices = int32(len(h.entries))
 		w.Entries = h.entries
@@ -550,7 +575,9 @@ func (b *builder) running(preemptors []*corev1.Pod) error {
 }
 
 // costInputs reads a pod's cost annotations; a malformed one is an error naming the pod.
-func costInputs(p *corev1.Pod, now time.Time) (Workload, error) {
+// The seconds since the last checkpoint are read only when `timed` (a lost_work cost term
+// prices them): they change with the clock, so every question would see every pod changed.
+func costInputs(p *corev1.Pod, now time.Time, timed bool) (Workload, error) {
 	var w Workload
 	bad := func(key string, err error) error {
 		return fmt.Errorf("pod %s/%s: annotation %s: %w", p.Namespace, p.Name, key, err)
@@ -573,8 +600,10 @@ func costInputs(p *corev1.Pod, now time.Time) (Workload, error) {
 		if err != nil {
 			return w, bad(LastCheckpointAnnotation, err)
 		}
-		w.SinceCkpt = max(now.Sub(t).Seconds(), 0)
-	} else if p.Status.StartTime != nil {
+		if timed {
+			w.SinceCkpt = max(now.Sub(t).Seconds(), 0)
+		}
+	} else if timed && p.Status.StartTime != nil {
 		w.SinceCkpt = max(now.Sub(p.Status.StartTime.Time).Seconds(), 0) // never checkpointed
 	}
 	if v, ok := p.Annotations[ModelSizeAnnotation]; ok {

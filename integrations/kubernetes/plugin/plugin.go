@@ -70,6 +70,16 @@ func (a *Args) driverWanted(d string) bool {
 	return false
 }
 
+// usesLostWork says whether a cost term prices the seconds since the last checkpoint.
+func (a *Args) usesLostWork() bool {
+	for _, t := range a.Cost {
+		if t.Model == "lost_work" {
+			return true
+		}
+	}
+	return false
+}
+
 // DefaultArgs are the args when none are given.
 func DefaultArgs() Args {
 	return Args{
@@ -85,6 +95,9 @@ type Plugin struct {
 	args     Args
 	stock    *defaultpreemption.DefaultPreemption
 	executor *preemption.Executor
+	// mirrors are the persistent C-ABI clusters, one per GPU kind: DRA devices (false) and the
+	// extended resource (true). See mirror.go.
+	mirrors map[bool]*mirror
 }
 
 var _ fwk.PostFilterPlugin = &Plugin{}
@@ -111,7 +124,10 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: the fallback DefaultPreemption: %w", Name, err)
 	}
-	return &Plugin{fh: fh, args: args, stock: stock, executor: preemption.NewExecutor(fh, fts)}, nil
+	pl := &Plugin{fh: fh, args: args, stock: stock, executor: preemption.NewExecutor(fh, fts),
+		mirrors: map[bool]*mirror{false: newMirror(false), true: newMirror(true)}}
+	pl.keepWarm(ctx)
+	return pl, nil
 }
 
 // Name returns the plugin's name.
@@ -156,24 +172,19 @@ func (pl *Plugin) inputs() (*Inputs, error) {
 	return in, nil
 }
 
-// decide builds the model and solves it; any panic is an error (recovered here too, since
-// model building walks API objects).
-func (pl *Plugin) decide(pods []*corev1.Pod, group *schedulingv1beta1.PodGroup) (m *Model, plan *Plan, err error) {
+// decide syncs the mirror of the preemptor's GPU kind with the snapshot and solves; any
+// panic is an error (recovered here too, since model building walks API objects).
+func (pl *Plugin) decide(pods []*corev1.Pod, group *schedulingv1beta1.PodGroup) (d *decision, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			m, plan, err = nil, nil, fmt.Errorf("recovered: %v", r)
+			d, err = nil, fmt.Errorf("recovered: %v", r)
 		}
 	}()
 	in, err := pl.inputs()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	m, err = BuildModel(&pl.args, in, pods, group)
-	if err != nil {
-		return nil, nil, err
-	}
-	plan, err = Solve(m, &pl.args)
-	return m, plan, err
+	return pl.mirrors[wantsExtended(&pl.args, pods[0])].decide(&pl.args, in, pods, group)
 }
 
 // PostFilter decides the victims for one pod; falls back to DefaultPreemption when it cannot.
@@ -182,11 +193,12 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not eligible (preemptionPolicy Never)")
 	}
-	model, plan, err := pl.decide([]*corev1.Pod{pod}, nil)
+	d, err := pl.decide([]*corev1.Pod{pod}, nil)
 	if err != nil {
 		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", err.Error())
 		return pl.stock.PostFilter(ctx, state, pod, m)
 	}
+	plan := d.plan
 	switch plan.Status {
 	case "infeasible":
 		logger.V(2).Info("topopreempt: no placement even after evicting every eligible victim", "pod", klog.KObj(pod))
@@ -202,7 +214,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", "the plan places the pod on no host")
 		return pl.stock.PostFilter(ctx, state, pod, m)
 	}
-	if err := pl.evict(ctx, model, plan, node, &preemptor{pod: pod, pods: map[string]*corev1.Pod{pod.Name: pod}}); err != nil {
+	if err := pl.evict(ctx, d, node, &preemptor{pod: pod, pods: map[string]*corev1.Pod{pod.Name: pod}}); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
 	logger.Info("topopreempt: preempting", "pod", klog.KObj(pod), "node", node, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status)
@@ -219,14 +231,15 @@ func (pl *Plugin) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycl
 		logger.Info("topopreempt: falling back to stock PodGroupPostFilter", "group", pgInfo.GetKey(), "reason", "not a plain PodGroup with pending pods")
 		return pl.stock.PodGroupPostFilter(ctx, state, pgInfo, fn)
 	}
-	model, plan, err := pl.decide(pods, group)
-	if err == nil && plan.Status == "no_preemption_needed" {
+	d, err := pl.decide(pods, group)
+	if err == nil && d.plan.Status == "no_preemption_needed" {
 		err = errors.New("fits without preemption in the device model")
 	}
 	if err != nil {
 		logger.Info("topopreempt: falling back to stock PodGroupPostFilter", "group", pgInfo.GetKey(), "reason", err.Error())
 		return pl.stock.PodGroupPostFilter(ctx, state, pgInfo, fn)
 	}
+	plan := d.plan
 	if plan.Status == "infeasible" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "topopreempt: no topology-valid placement for the gang even after preemption")
 	}
@@ -234,7 +247,7 @@ func (pl *Plugin) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycl
 	for _, p := range pods {
 		byName[p.Name] = p
 	}
-	if err := pl.evict(ctx, model, plan, strings.Join(uniq(plan.Hosts), ","), &preemptor{pod: pods[0], group: group, pods: byName}); err != nil {
+	if err := pl.evict(ctx, d, strings.Join(uniq(plan.Hosts), ","), &preemptor{pod: pods[0], group: group, pods: byName}); err != nil {
 		return nil, fwk.AsStatus(err)
 	}
 	result := &fwk.PodGroupPostFilterResult{NominatingInfos: map[types.NamespacedName]*fwk.NominatingInfo{}}
@@ -261,18 +274,10 @@ func uniq(s []string) []string {
 // evict evicts exactly the plan's victims, every pod of each, through the stock executor's
 // PreemptPod: the DisruptionTarget condition, then the API delete (or a waiting pod's
 // in-memory preemption), and the Preempted event.
-func (pl *Plugin) evict(ctx context.Context, m *Model, plan *Plan, where string, p *preemptor) error {
-	byID := map[uint64]*Workload{}
-	for i := range m.Workloads {
-		byID[m.Workloads[i].ID] = &m.Workloads[i]
-	}
+func (pl *Plugin) evict(ctx context.Context, d *decision, where string, p *preemptor) error {
 	var victims []*corev1.Pod
 	var claims []*resourcev1.ResourceClaim
-	for _, id := range plan.Victims {
-		w, ok := byID[id]
-		if !ok {
-			return fmt.Errorf("topopreempt: the plan names unknown workload %d", id)
-		}
+	for _, w := range d.victims {
 		victims = append(victims, w.Pods...)
 		claims = append(claims, w.Claims...)
 	}
