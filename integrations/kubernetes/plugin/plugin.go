@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,6 +99,17 @@ type Plugin struct {
 	// mirrors are the persistent C-ABI clusters, one per GPU kind: DRA devices (false) and the
 	// extended resource (true). See mirror.go.
 	mirrors map[bool]*mirror
+	// inFlight holds the nominations of the preemptors whose evictions are still running
+	// (asynchronously, see evict), by the preemptor's (pod's or PodGroup's) UID.
+	inFlightMu sync.Mutex
+	inFlight   map[types.UID]nomination
+}
+
+// nomination is where an in-flight preemption sends the preemptor: one node for a pod, one
+// per pod for a gang.
+type nomination struct {
+	node string
+	gang map[types.NamespacedName]*fwk.NominatingInfo
 }
 
 var _ fwk.PostFilterPlugin = &Plugin{}
@@ -125,7 +137,7 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 		return nil, fmt.Errorf("%s: the fallback DefaultPreemption: %w", Name, err)
 	}
 	pl := &Plugin{fh: fh, args: args, stock: stock, executor: preemption.NewExecutor(fh, fts),
-		mirrors: map[bool]*mirror{false: newMirror(false), true: newMirror(true)}}
+		mirrors: map[bool]*mirror{false: newMirror(false), true: newMirror(true)}, inFlight: map[types.UID]nomination{}}
 	pl.keepWarm(ctx)
 	return pl, nil
 }
@@ -193,6 +205,11 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "preemption: not eligible (preemptionPolicy Never)")
 	}
+	if n, ok := pl.inFlightFor(pod.UID); ok {
+		// Its victims are still being evicted: evict nobody more and keep the nomination.
+		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: n.node, NominatingMode: fwk.ModeOverride}},
+			fwk.NewStatus(fwk.Unschedulable, "topopreempt: waiting for the preemption for this pod to finish")
+	}
 	d, err := pl.decide([]*corev1.Pod{pod}, nil)
 	if err != nil {
 		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", err.Error())
@@ -214,9 +231,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", "the plan places the pod on no host")
 		return pl.stock.PostFilter(ctx, state, pod, m)
 	}
-	if err := pl.evict(ctx, d, node, &preemptor{pod: pod, pods: map[string]*corev1.Pod{pod.Name: pod}}); err != nil {
-		return nil, fwk.AsStatus(err)
-	}
+	pl.evict(ctx, d, node, &preemptor{pod: pod, pods: map[string]*corev1.Pod{pod.Name: pod}}, nomination{node: node})
 	logger.Info("topopreempt: preempting", "pod", klog.KObj(pod), "node", node, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status)
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
 }
@@ -230,6 +245,10 @@ func (pl *Plugin) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycl
 	if group == nil || len(pods) == 0 {
 		logger.Info("topopreempt: falling back to stock PodGroupPostFilter", "group", pgInfo.GetKey(), "reason", "not a plain PodGroup with pending pods")
 		return pl.stock.PodGroupPostFilter(ctx, state, pgInfo, fn)
+	}
+	if n, ok := pl.inFlightFor(group.UID); ok {
+		return &fwk.PodGroupPostFilterResult{NominatingInfos: n.gang},
+			fwk.NewStatus(fwk.Unschedulable, "topopreempt: waiting for the preemption for this pod group to finish")
 	}
 	d, err := pl.decide(pods, group)
 	if err == nil && d.plan.Status == "no_preemption_needed" {
@@ -247,14 +266,12 @@ func (pl *Plugin) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycl
 	for _, p := range pods {
 		byName[p.Name] = p
 	}
-	if err := pl.evict(ctx, d, strings.Join(uniq(plan.Hosts), ","), &preemptor{pod: pods[0], group: group, pods: byName}); err != nil {
-		return nil, fwk.AsStatus(err)
-	}
 	result := &fwk.PodGroupPostFilterResult{NominatingInfos: map[types.NamespacedName]*fwk.NominatingInfo{}}
 	for i, p := range pods {
 		result.NominatingInfos[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] =
 			&fwk.NominatingInfo{NominatedNodeName: plan.Hosts[i], NominatingMode: fwk.ModeOverride}
 	}
+	pl.evict(ctx, d, strings.Join(uniq(plan.Hosts), ","), &preemptor{pod: pods[0], group: group, pods: byName}, nomination{gang: result.NominatingInfos})
 	logger.Info("topopreempt: preempting for gang", "group", pgInfo.GetKey(), "nodes", plan.Hosts, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status)
 	return result, fwk.NewStatus(fwk.Success)
 }
@@ -272,60 +289,101 @@ func uniq(s []string) []string {
 }
 
 // evict evicts exactly the plan's victims, every pod of each, through the stock executor's
-// PreemptPod: the DisruptionTarget condition, then the API delete (or a waiting pod's
-// in-memory preemption), and the Preempted event.
-func (pl *Plugin) evict(ctx context.Context, d *decision, where string, p *preemptor) error {
+// PreemptPod (the DisruptionTarget condition, then the API delete or a waiting pod's in-memory
+// preemption, and the Preempted event), asynchronously, as DefaultPreemption does with
+// SchedulerAsyncPreemption: the API calls run in a goroutine once PostFilter has returned the
+// nomination, so they are not part of PostFilter's time. Until the victims are gone from the
+// scheduler's informer (and, for DRA, their claims deallocated), the preemptor is in flight:
+// PostFilter evicts nobody more for it and keeps its nomination. Then it is activated. A
+// failed eviction is logged and ends the wait at once (the preemptor retries).
+func (pl *Plugin) evict(ctx context.Context, d *decision, where string, p *preemptor, n nomination) {
 	var victims []*corev1.Pod
 	var claims []*resourcev1.ResourceClaim
 	for _, w := range d.victims {
 		victims = append(victims, w.Pods...)
 		claims = append(claims, w.Claims...)
 	}
-	c := &candidate{name: where, victims: &extenderv1.Victims{Pods: victims}}
-	for _, v := range victims {
-		if v.DeletionTimestamp != nil {
-			continue // already terminating: another call is unnecessary (as DefaultPreemption)
+	logger := klog.FromContext(ctx)
+	uid := p.UID()
+	pl.inFlightMu.Lock()
+	pl.inFlight[uid] = n
+	pl.inFlightMu.Unlock()
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				logger.Error(nil, "topopreempt: recovered in the eviction goroutine", "panic", r)
+			}
+			pl.inFlightMu.Lock()
+			delete(pl.inFlight, uid)
+			pl.inFlightMu.Unlock()
+			pl.fh.Activate(logger, p.pods)
+		}()
+		// Not the cycle's context: the evictions outlive the scheduling cycle.
+		ectx, cancel := context.WithTimeout(context.Background(), activateWait)
+		defer cancel()
+		c := &candidate{name: where, victims: &extenderv1.Victims{Pods: victims}}
+		var deleted []*corev1.Pod // through the API (a waiting pod is preempted in memory and stays)
+		for _, v := range victims {
+			if v.DeletionTimestamp != nil {
+				deleted = append(deleted, v)
+				continue // already terminating: another call is unnecessary (as DefaultPreemption)
+			}
+			inMemory, err := pl.executor.PreemptPod(ectx, c, p, v, Name)
+			if err != nil {
+				logger.Error(err, "topopreempt: eviction failed; the preemptor will retry", "victim", klog.KObj(v), "preemptor", klog.KObj(p.pod))
+				return
+			}
+			if !inMemory {
+				deleted = append(deleted, v)
+			}
 		}
-		if _, err := pl.executor.PreemptPod(ctx, c, p, v, Name); err != nil {
-			return fmt.Errorf("topopreempt: evicting %s/%s: %w", v.Namespace, v.Name, err)
-		}
-	}
-	if len(claims) > 0 {
-		go pl.activateWhenFreed(klog.FromContext(ctx), claims, p.pods)
-	}
-	return nil
+		pl.waitGone(ectx, deleted, claims)
+	}()
 }
 
-// activateWhenFreed moves the preemptor back to the active queue once the victims' claims are
-// deallocated. DynamicResources requeues a pod on a claim's deallocation event, but that event
-// can arrive while the preemptor is still in its own scheduling cycle (we evict within it) and
-// is then not replayed for it, which left a DRA preemptor waiting for the periodic flush of
-// unschedulable pods (5 min). Bounded: gives up waiting (and activates) after activateWait.
-func (pl *Plugin) activateWhenFreed(logger klog.Logger, claims []*resourcev1.ResourceClaim, pods map[string]*corev1.Pod) {
-	defer func() {
-		if r := recover(); r != nil {
-			logger.Error(nil, "topopreempt: recovered in activateWhenFreed", "panic", r)
-		}
-	}()
-	deadline := time.Now().Add(activateWait)
-	for time.Now().Before(deadline) {
-		freed := true
-		for _, c := range claims {
-			cur, err := pl.fh.SharedDRAManager().ResourceClaims().Get(c.Namespace, c.Name)
-			if err == nil && cur.UID == c.UID && cur.Status.Allocation != nil {
-				freed = false
+// inFlightFor is the nomination of a preemptor whose evictions are still running.
+func (pl *Plugin) inFlightFor(uid types.UID) (nomination, bool) {
+	pl.inFlightMu.Lock()
+	defer pl.inFlightMu.Unlock()
+	n, ok := pl.inFlight[uid]
+	return n, ok
+}
+
+// waitGone waits (polling, bounded by ctx) until no victim is in the scheduler's pod informer
+// any more and every victim claim is deallocated. DynamicResources requeues a pod on a claim's
+// deallocation event, but that event can arrive while the preemptor is still in a scheduling
+// cycle and is then not replayed for it; the activation after this wait covers that.
+func (pl *Plugin) waitGone(ctx context.Context, victims []*corev1.Pod, claims []*resourcev1.ResourceClaim) {
+	pods := pl.fh.SharedInformerFactory().Core().V1().Pods().Lister()
+	for {
+		gone := true
+		for _, v := range victims {
+			if cur, err := pods.Pods(v.Namespace).Get(v.Name); err == nil && cur.UID == v.UID {
+				gone = false
 				break
 			}
 		}
-		if freed {
-			break
+		for _, c := range claims {
+			if !gone {
+				break
+			}
+			cur, err := pl.fh.SharedDRAManager().ResourceClaims().Get(c.Namespace, c.Name)
+			if err == nil && cur.UID == c.UID && cur.Status.Allocation != nil {
+				gone = false
+			}
 		}
-		time.Sleep(activatePoll)
+		if gone {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(activatePoll):
+		}
 	}
-	pl.fh.Activate(logger, pods)
 }
 
-// How long and how often activateWhenFreed watches the victims' claims.
+// How long and how often the eviction goroutine watches its victims leave.
 const (
 	activateWait = 60 * time.Second
 	activatePoll = 100 * time.Millisecond
