@@ -210,6 +210,7 @@ func sameWorkload(a, b *Workload) bool {
 type decision struct {
 	plan    *Plan
 	victims []*Workload
+	synced  string // what the sync did, for the log: "rebuilt" or "+starts -finishes"
 }
 
 // decide syncs the mirror to `in` and asks for a plan for the preemptor `pods` (one pod, or
@@ -217,8 +218,13 @@ type decision struct {
 func (m *mirror) decide(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1beta1.PodGroup) (*decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	rebuilds, starts, finishes := m.rebuilds, m.starts, m.finishes
 	if err := m.sync(args, in, pods); err != nil {
 		return nil, err
+	}
+	synced := fmt.Sprintf("+%d -%d", m.starts-starts, m.finishes-finishes)
+	if m.rebuilds != rebuilds {
+		synced = "rebuilt, " + synced
 	}
 	b := m.builder(args, in)
 	if err := b.preemptor(pods, group); err != nil {
@@ -244,7 +250,7 @@ func (m *mirror) decide(args *Args, in *Inputs, pods []*corev1.Pod, group *sched
 		m.reset() // the cluster may be fine, but a fresh one is the safe answer to a C error
 		return nil, err
 	}
-	d := &decision{plan: plan}
+	d := &decision{plan: plan, synced: synced}
 	for _, v := range plan.Victims {
 		w, ok := m.byID[v]
 		if !ok {

@@ -210,6 +210,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: n.node, NominatingMode: fwk.ModeOverride}},
 			fwk.NewStatus(fwk.Unschedulable, "topopreempt: waiting for the preemption for this pod to finish")
 	}
+	started := time.Now()
 	d, err := pl.decide([]*corev1.Pod{pod}, nil)
 	if err != nil {
 		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", err.Error())
@@ -232,7 +233,8 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		return pl.stock.PostFilter(ctx, state, pod, m)
 	}
 	pl.evict(ctx, d, node, &preemptor{pod: pod, pods: map[string]*corev1.Pod{pod.Name: pod}}, nomination{node: node})
-	logger.Info("topopreempt: preempting", "pod", klog.KObj(pod), "node", node, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status)
+	logger.Info("topopreempt: preempting", "pod", klog.KObj(pod), "node", node, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status,
+		"decided", time.Since(started), "solve", time.Duration(plan.Seconds*float64(time.Second)), "synced", d.synced)
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
 }
 
