@@ -507,14 +507,11 @@ std::string plan_summary(const PreemptionPlan& plan) {
   return text;
 }
 
-/// Whether the plan's placement reaches the levels `tier` guarantees.
+/// Whether the plan's placement reaches the levels `tier` guarantees: each footprint lies
+/// inside one domain of each level (a deeper level alone is not enough where a branch skips
+/// the level, as an RTX 4090 GPU skips `core_group`).
 bool reaches(const Topology& topology, const PreemptionPlan& plan, const Workload& tier) {
-  const auto at_least = [&](const TopologyRequirement& scope, LevelIndex reached) {
-    return scope.mode != RequirementMode::guaranteed ||
-           reached >= topology.level_index(scope.level);
-  };
-  return at_least(tier.replica_scope, plan.replica_level) &&
-         at_least(tier.gang_scope, plan.gang_level);
+  return detail::verification::guaranteed_scopes_hold(topology, tier, plan.placement);
 }
 
 /// Checks one solver's plan against the brute-force answer: every solver agrees on fits-now
@@ -719,6 +716,93 @@ TEST_SUITE("brute_force") {
     }
     MESSAGE(instances << " best-effort instances, " << preempting << " needing preemption");
     CHECK(instances >= 300);
+    for (const Tally* tally : {&branch_and_bound, &knapsack, &greedy, &exhaustive}) {
+      MESSAGE(tally->headline());
+      CHECK_MESSAGE(tally->mismatches == 0, tally->report());
+    }
+  }
+
+  TEST_CASE("scopes at core_group on the RTX 4090 server: every solver equals brute force") {
+    // A GPU lies in no core group (its branch skips the level): guaranteed there, a preemptor
+    // with GPUs is infeasible for the brute force (placement search + `add`) and for every
+    // solver; best effort there relaxes to the NUMA tier; CPU-only is placed in a core group.
+    Tally branch_and_bound{"branch_and_bound"};
+    Tally knapsack{"knapsack"};
+    Tally greedy{"greedy"};
+    Tally exhaustive{"exhaustive_subsets against the evictions-only optimum"};
+    std::size_t instances = 0;
+    std::size_t infeasible = 0;
+    std::size_t optimal = 0;
+    for (std::uint64_t seed = 700000; instances < 400 && seed < 720000; ++seed) {
+      std::optional<Instance> instance = make_instance(seed, RequirementMix{});
+      if (!instance || !instance->topology->find_level("core_group")) continue;
+      Workload& preemptor = instance->preemptor;
+      const auto core_group = [](RequirementMode mode) {
+        return TopologyRequirement{mode, "core_group"};
+      };
+      switch (seed % 4) {
+        case 0:
+          preemptor.replica_scope = core_group(RequirementMode::guaranteed);
+          break;
+        case 1:
+          preemptor.replica_scope = {};
+          preemptor.gang_scope = core_group(RequirementMode::guaranteed);
+          break;
+        case 2:
+          preemptor.replica_scope = core_group(RequirementMode::best_effort);
+          preemptor.gang_scope = {};
+          break;
+        default: {
+          const ResourceSchema& schema = instance->topology->schema();
+          preemptor.demand.whole_devices = 0;
+          preemptor.demand.resources = schema.make({{"cpu_milli", 2000 * (1 + seed % 3)}});
+          preemptor.replica_scope = core_group(RequirementMode::guaranteed);
+          break;
+        }
+      }
+      const Allocation& state = *instance->state;
+      const auto run = [&](const auto& model) {
+        BruteForce truth = brute_force(state, preemptor, model);
+        if (truth.outcome == BruteForce::Outcome::too_large) return;
+        std::optional<Workload> winning_tier;
+        if (truth.outcome == BruteForce::Outcome::optimal &&
+            preemptor.replica_scope.mode == RequirementMode::best_effort) {
+          for (const Workload& tier : tiers(state.topology(), preemptor)) {
+            const BruteForce at_tier = brute_force(state, tier, model);
+            if (at_tier.outcome == BruteForce::Outcome::too_large) return;
+            if (at_tier.outcome == BruteForce::Outcome::optimal) {
+              truth.cost = at_tier.cost;
+              truth.victims = at_tier.victims;
+              winning_tier = tier;
+              break;
+            }
+          }
+          if (!winning_tier) return;
+        }
+        const bool takes_gpus = preemptor.demand.whole_devices > 0;
+        if (seed % 4 < 2 && takes_gpus && truth.outcome != BruteForce::Outcome::infeasible) {
+          FAIL("brute force placed a GPU preemptor guaranteed at core_group: "
+               << describe(*instance));
+        }
+        ++instances;
+        infeasible += truth.outcome == BruteForce::Outcome::infeasible ? 1 : 0;
+        optimal += truth.outcome == BruteForce::Outcome::optimal ? 1 : 0;
+        const Workload* tier = winning_tier ? &*winning_tier : nullptr;
+        compare<solvers::branch_and_bound_solver>(branch_and_bound, *instance, model, truth, tier);
+        compare<solvers::knapsack_solver>(knapsack, *instance, model, truth, tier);
+        compare<solvers::greedy_solver>(greedy, *instance, model, truth, tier);
+        if (!tier) {
+          const BruteForce evictions = brute_force(state, preemptor, model, Shrinks::forbidden);
+          compare<baselines::exhaustive_subsets_solver>(exhaustive, *instance, model, evictions);
+        }
+      };
+      run(cost::priority_weighted{});
+    }
+    MESSAGE(instances << " instances, " << infeasible << " infeasible, " << optimal
+                      << " needing preemption");
+    CHECK(instances >= 400);
+    CHECK(infeasible >= 100);
+    CHECK(optimal >= 50);
     for (const Tally* tally : {&branch_and_bound, &knapsack, &greedy, &exhaustive}) {
       MESSAGE(tally->headline());
       CHECK_MESSAGE(tally->mismatches == 0, tally->report());

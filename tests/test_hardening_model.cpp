@@ -436,3 +436,49 @@ TEST_CASE("issue 19: branch-and-bound's default budget is deterministic (nodes, 
   CHECK(limits.max_nodes == 2'000'000);
   CHECK(limits.time_limit == std::chrono::nanoseconds::max());
 }
+
+TEST_CASE("issue 19: a scope at a level the footprint's branch skips holds nowhere") {
+  // On the RTX 4090 server a GPU's parent is its NUMA node: the branch skips `core_group`, so a
+  // GPU share with CPU from the core group beside it lies in no core group. `add`, the
+  // verifier and the placement search must all refuse a guarantee there; the GPU level holds.
+  const auto topology = shared(shapes::single_machine(shapes::rtx4090_server()));
+  const DomainId gpu = topology->find("node0/socket0/numa0/gpu0").value();
+  const DomainId cores = topology->find("node0/socket0/numa0/cores0").value();
+  CHECK(topology->lies_within_level(gpu, topology->level_index("gpu")));
+  CHECK(topology->lies_within_level(gpu, topology->level_index("numa")));
+  CHECK_FALSE(topology->lies_within_level(gpu, topology->level_index("core_group")));
+  CHECK(topology->lies_within_level(cores, topology->level_index("core_group")));
+  CHECK_FALSE(
+      topology->lies_within_level(topology->parent(cores), topology->level_index("core_group")));
+
+  const ResourceSchema& schema = topology->schema();
+  Workload workload;
+  workload.id = WorkloadId{1};
+  workload.name = "share";
+  workload.priority = 1;
+  workload.demand.resources = schema.make({{"gpu_milli", 500}, {"cpu_milli", 2000}});
+  Placement placement;
+  placement.replicas.push_back(ReplicaPlacement{
+      {{gpu, schema.make({{"gpu_milli", 500}})}, {cores, schema.make({{"cpu_milli", 2000}})}}});
+  SUBCASE("replica scope") {
+    workload.replica_scope = TopologyRequirement::guaranteed("core_group");
+  }
+  SUBCASE("gang scope") { workload.gang_scope = TopologyRequirement::guaranteed("core_group"); }
+  Allocation state(topology);
+  CHECK_THROWS_WITH_AS(state.add(workload, placement), doctest::Contains("lies in no core_group"),
+                       std::invalid_argument);
+  CHECK(state.size() == 0);
+  CHECK_FALSE(detail::verification::guaranteed_scopes_hold(*topology, workload, placement));
+  CHECK_FALSE(find_placement(state, workload).found);
+  CHECK_FALSE(
+      guarantee_without_devices(*topology, workload, ResolvedDemand::of(workload, *topology))
+          .empty());
+  // The same placement guaranteed at the GPU holds everywhere.
+  workload.replica_scope = TopologyRequirement::guaranteed("gpu");
+  workload.gang_scope = {};
+  CHECK(detail::verification::guaranteed_scopes_hold(*topology, workload, placement));
+  CHECK(guarantee_without_devices(*topology, workload, ResolvedDemand::of(workload, *topology))
+            .empty());
+  state.add(workload, placement);
+  CHECK(state.size() == 1);
+}

@@ -224,7 +224,9 @@ struct SubsetTier {
     for (LevelIndex replica : replica_levels) {
       SubsetTier tier{loose(), "replicas in one " + topology.levels()[replica]};
       tier.demand.unit_level = replica;
-      tier.demand.gang_required = gang;
+      // A single replica is its own gang, yet a guaranteed gang level still confines its unit.
+      tier.demand.gang_required =
+          gang ? gang : (demand.replicas == 1 ? demand.gang_required : std::nullopt);
       if (gang) tier.label += ", gang in one " + topology.levels()[*gang];
       tiers.push_back(std::move(tier));
     }
@@ -759,6 +761,10 @@ class exhaustive_subsets_solver {
                          detail::count_of(plan.rejected_total, "domain") + " screened" +
                          (tiers.size() > 1 ? ", loosest tier: " + tier->label : std::string()) +
                          ")";
+      if (const std::string unplaceable = guarantee_without_devices(topology, preemptor, demand);
+          !unplaceable.empty()) {
+        plan.explanation += ": " + unplaceable;
+      }
       return finish();
     }
 

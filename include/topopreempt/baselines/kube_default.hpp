@@ -593,7 +593,7 @@ struct kube_default_solver {
                                   true) != run.replica_scope_broken.end();
     const DomainId enclosing = plan.placement.enclosing_domain(topology);
     const bool gang_broken =
-        demand.gang_required && topology.level(enclosing) < *demand.gang_required;
+        demand.gang_required && !topology.lies_within_level(enclosing, *demand.gang_required);
     plan.topology_satisfied = !broken && !gang_broken;
     // The node (or the lowest domain holding every replica's node): replicas never span hosts.
     plan.target_domain = run.replica_nodes.front();

@@ -797,6 +797,19 @@ class Allocation {
   std::unordered_map<std::uint64_t, std::uint32_t> index_;
 };
 
+namespace detail {
+
+/// Why a footprint at `domain` breaks a guaranteed scope at `level`: it spans a wider domain,
+/// or it lies deeper on a branch that has no domain of that level.
+[[nodiscard]] inline std::string scope_breach(const Topology& topology, DomainId domain,
+                                              LevelIndex level) {
+  if (topology.level(domain) < level) return "it spans " + topology.describe(domain);
+  return "it occupies " + topology.describe(domain) + ", which lies in no " +
+         topology.levels()[level];
+}
+
+}  // namespace detail
+
 /// Throws unless `workload` could start at `placement` once the local amounts in `released`
 /// (domain, amount) are freed: the checks and messages of `add` on the state after the release.
 inline void Allocation::check_addable(const Workload& workload, const Placement& placement,
@@ -908,18 +921,20 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
       throw std::invalid_argument(where() + " spans more than one " +
                                   topology.levels()[topology.host_level()]);
     }
-    if (replica_level && topology.level(replica_domain) < *replica_level) {
-      throw std::invalid_argument(where() + " breaks its guaranteed replica scope '" +
-                                  workload.replica_scope.level + "' (it spans " +
-                                  topology.describe(replica_domain) + ")");
+    // A scope holds only where the footprint lies inside one domain of its level: a deeper
+    // domain on a branch that skips the level (a GPU beside the core groups) does not.
+    if (replica_level && !topology.lies_within_level(replica_domain, *replica_level)) {
+      throw std::invalid_argument(
+          where() + " breaks its guaranteed replica scope '" + workload.replica_scope.level +
+          "' (" + detail::scope_breach(topology, replica_domain, *replica_level) + ")");
     }
     gang_domain = gang_domain.valid() ? topology.lowest_common_ancestor(gang_domain, replica_domain)
                                       : replica_domain;
   }
-  if (gang_level && gang_domain.valid() && topology.level(gang_domain) < *gang_level) {
+  if (gang_level && gang_domain.valid() && !topology.lies_within_level(gang_domain, *gang_level)) {
     throw std::invalid_argument(workload.label() + " breaks its guaranteed gang scope '" +
-                                workload.gang_scope.level + "' (it spans " +
-                                topology.describe(gang_domain) + ")");
+                                workload.gang_scope.level + "' (" +
+                                detail::scope_breach(topology, gang_domain, *gang_level) + ")");
   }
   for (const auto& [domain, amount] : added) {
     ResourceVector room = topology.local_capacity(domain) - local_used(domain);

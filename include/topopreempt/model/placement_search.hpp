@@ -85,6 +85,37 @@ struct ResolvedDemand {
   [[nodiscard]] bool empty() const { return whole_devices == 0 && !has_share && !pooled.any(); }
 };
 
+/// Why no placement can honour a guaranteed scope of `workload` anywhere in `topology`, or an
+/// empty string: a replica (or gang) that takes devices must lie inside one domain of each
+/// guaranteed level, and no domain of that level holds a device (on the RTX 4090 server the
+/// GPUs lie beside the core groups, never inside one). Best-effort scopes never make a
+/// request infeasible, so they are not checked.
+[[nodiscard]] inline std::string guarantee_without_devices(const Topology& topology,
+                                                           const Workload& workload,
+                                                           const ResolvedDemand& demand) {
+  if (demand.whole_devices == 0 && !demand.has_share) return {};
+  const auto holds_no_device = [&](const TopologyRequirement& scope) {
+    if (scope.mode != RequirementMode::guaranteed) return false;
+    const LevelIndex level = topology.level_index(scope.level);
+    for (DomainId domain : topology.domains_at(level)) {
+      if (!topology.domains_at(topology.device_level(), domain).empty()) return false;
+    }
+    return true;
+  };
+  const auto reason = [&](const char* what, const TopologyRequirement& scope) {
+    return workload.label() + " takes " + topology.levels()[topology.device_level()] +
+           "s, but its guaranteed " + what + " scope '" + scope.level + "' holds none: no " +
+           scope.level + " contains a " + topology.levels()[topology.device_level()] +
+           ", and a guaranteed scope holds only where the whole footprint lies inside one " +
+           scope.level;
+  };
+  if (holds_no_device(workload.replica_scope)) return reason("replica", workload.replica_scope);
+  if (holds_no_device(workload.gang_scope)) {
+    return reason("gang", workload.gang_scope);
+  }
+  return {};
+}
+
 /// Result of a placement search.
 struct PlacementSearchResult {
   bool found = false;
@@ -129,12 +160,24 @@ template <CapacityView View>
   return total;
 }
 
-/// Units of `domain` for `demand`: its unit-level descendants, or itself when at/below that level.
+/// Units of `domain` for `demand`: its unit-level descendants, or itself when below that level
+/// (none when its branch skips the level; see `unit_allowed` for the gang level).
 [[nodiscard]] inline std::span<const DomainId> units_of(const Topology& topology,
                                                        const ResolvedDemand& demand,
                                                        const DomainId& domain) {
-  if (topology.level(domain) >= demand.unit_level) return {&domain, 1};
+  if (topology.level(domain) >= demand.unit_level) {
+    if (!topology.lies_within_level(domain, demand.unit_level)) return {};
+    return {&domain, 1};
+  }
   return topology.domains_at(demand.unit_level, domain);
+}
+
+/// Whether a replica may lie in `unit` under the guaranteed gang level: only inside one domain
+/// of it. A unit on a branch that skips that level (an RTX 4090 GPU under a gang guaranteed at
+/// `core_group`) lies in none, so a gang scope cannot hold there (docs/model.md).
+[[nodiscard]] inline bool unit_allowed(const Topology& topology, const ResolvedDemand& demand,
+                                       DomainId unit) {
+  return !demand.gang_required || topology.lies_within_level(unit, *demand.gang_required);
 }
 
 }  // namespace detail
@@ -155,6 +198,7 @@ template <CapacityView View>
   std::int64_t total = 0;
   const bool device_less = demand.whole_devices == 0 && !demand.has_share;
   for (DomainId unit : detail::units_of(topology, demand, domain)) {
+    if (!detail::unit_allowed(topology, demand, unit)) continue;
     std::int64_t fit = detail::device_bound(view, demand, unit);
     // A replica without devices occupies the pools it draws from (`footprint_domain`): it can
     // lie in `unit` only if some pooled dimension it asks for is held inside `unit`. Pools
@@ -378,6 +422,7 @@ template <CapacityView View>
   for (std::int32_t r = 0; r < demand.replicas; ++r) {
     DomainId best;
     for (DomainId unit : detail::units_of(topology, demand, domain)) {
+      if (!detail::unit_allowed(topology, demand, unit)) continue;
       if (replicas_that_fit(scratch, single, unit) < 1) continue;
       if (!best.valid() || scratch.idle_devices(unit) < scratch.idle_devices(best)) best = unit;
     }
@@ -396,7 +441,7 @@ template <CapacityView View>
   std::vector<LevelIndex> levels;
   const auto tier_at = [&](LevelIndex level) {
     if (topology.level(within) >= level) {
-      levels.push_back(topology.level(within));
+      if (topology.lies_within_level(within, level)) levels.push_back(topology.level(within));
     } else if (!topology.domains_at(level, within).empty()) {
       levels.push_back(level);
     }
@@ -460,7 +505,7 @@ void for_each_gang_candidate(const View& view, DomainId within, LevelIndex level
                              Visit&& visit) {
   const Topology& topology = view.topology();
   if (topology.level(within) >= level) {
-    visit(within);
+    if (topology.lies_within_level(within, level)) visit(within);
     return;
   }
   const auto descend = [&](const auto& self, DomainId domain) -> void {

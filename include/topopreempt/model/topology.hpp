@@ -156,6 +156,12 @@ class Topology {
     while (at.valid() && level(at) > level_index) at = parent(at);
     return (at.valid() && level(at) == level_index) ? at : DomainId{};
   }
+  /// Whether d lies inside one domain of `level_index` (is one, or descends from one). The rule
+  /// of every guaranteed scope: a footprint at a deeper level whose branch skips `level_index`
+  /// (an RTX 4090 server's GPU, beside its core groups) lies in no domain of that level.
+  [[nodiscard]] bool lies_within_level(DomainId d, LevelIndex level_index) const {
+    return level(d) == level_index || ancestor_at(d, level_index).valid();
+  }
   /// All domains of a level, ascending (so those inside any subtree form a contiguous run).
   [[nodiscard]] std::span<const DomainId> domains_at(LevelIndex level_index) const {
     return by_level_.at(level_index);

@@ -112,8 +112,9 @@ class VerdictBuilder {
   return workload;
 }
 
-/// Whether every *guaranteed* scope of `workload` holds for `placement` (levels only; capacity
-/// is `Allocation::add`'s business).
+/// Whether every *guaranteed* scope of `workload` holds for `placement`: each replica's
+/// footprint (and the gang's) lies inside one domain of the scope's level (levels only;
+/// capacity is `Allocation::add`'s business).
 [[nodiscard]] inline bool guaranteed_scopes_hold(const Topology& topology, const Workload& workload,
                                                  const Placement& placement) {
   if (placement.replicas.empty()) return true;
@@ -122,13 +123,13 @@ class VerdictBuilder {
     if (!level) return false;
     for (std::size_t r = 0; r < placement.replicas.size(); ++r) {
       if (placement.replicas[r].entries.empty()) continue;
-      if (topology.level(placement.replica_domain(topology, r)) < *level) return false;
+      if (!topology.lies_within_level(placement.replica_domain(topology, r), *level)) return false;
     }
   }
   if (workload.gang_scope.mode == RequirementMode::guaranteed) {
     const auto level = topology.find_level(workload.gang_scope.level);
     if (!level) return false;
-    if (topology.level(placement.enclosing_domain(topology)) < *level) return false;
+    if (!topology.lies_within_level(placement.enclosing_domain(topology), *level)) return false;
   }
   return true;
 }

@@ -289,7 +289,11 @@ class PreemptionContext {
         tier.demand.unit_level = replica_level;
         tier.demand.replica_preferred.reset();
         tier.demand.gang_preferred.reset();
-        tier.demand.gang_required = gang_level;
+        // A single replica is its own gang, but a guaranteed gang level still confines it: on
+        // a branch that skips that level (an RTX 4090 GPU under `core_group`) no unit holds.
+        tier.demand.gang_required =
+            gang_level ? gang_level
+                       : (demand_.replicas == 1 ? demand_.gang_required : std::nullopt);
         tier.target_level = gang_level ? std::min(*gang_level, replica_level) : replica_level;
         if (gang_level && *gang_level > replica_level) tier.target_level = *gang_level;
         if (topology_.domains_at(tier.target_level).empty()) continue;

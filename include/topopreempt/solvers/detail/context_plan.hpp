@@ -126,7 +126,10 @@ std::string PreemptionContext<Model>::explain(const PreemptionPlan& plan, const 
         "no plan was found before a limit (time or search nodes) was reached: "
         "infeasibility is NOT proven\n";
   } else if (plan.status == PlanStatus::infeasible) {
-    text += "no placement exists even after evicting every eligible victim\n";
+    const std::string unplaceable = guarantee_without_devices(topology_, preemptor_, demand_);
+    text += unplaceable.empty() ? "no placement exists even after evicting every eligible victim"
+                                : unplaceable;
+    text += "\n";
   } else {
     text += "target: " + topology_.describe(plan.target_domain) +
             (tier ? " (" + tier->label + ")" : "") + "\n";

@@ -81,8 +81,8 @@ inline void gang_domains_touched(const Topology& topology, LevelIndex level,
       if (topology.level(domain) < host_level) continue;
       const auto inside = topology.domains_at(level, topology.ancestor_at(domain, host_level));
       touched.insert(touched.end(), inside.begin(), inside.end());
-    } else if (topology.level(domain) >= level) {
-      touched.push_back(topology.ancestor_at(domain, level));
+    } else if (const DomainId enclosing = topology.ancestor_at(domain, level); enclosing.valid()) {
+      touched.push_back(enclosing);  // none on a branch that skips the level
     }
   }
   std::sort(touched.begin(), touched.end());
