@@ -344,6 +344,52 @@ TEST_SUITE("every_solver") {
   }
   TEST_CASE_TEMPLATE_APPLY(gang_rack_id, every_solver);
 
+  TEST_CASE_TEMPLATE_DEFINE("distinct_hosts: a gang's replicas land on different nodes", Solver,
+                            distinct_hosts_id) {
+    auto topology = shared(shapes::cluster(shapes::dense_8gpu_server(), 4, 2));
+    Allocation state(topology);
+    // Two 4-GPU jobs per node. Node 0 holds the two cheapest: a gang free to share a node
+    // takes node 0 whole; on distinct hosts it takes one of them and the priority-2 job.
+    const std::int32_t priorities[4][2] = {{1, 1}, {2, 5}, {3, 5}, {5, 5}};
+    std::uint64_t id = 1;
+    for (const auto& node : priorities) {
+      for (const std::int32_t priority : node) start(state, gpu_job(id++, priority, 4));
+    }
+    REQUIRE(state.idle_devices(Topology::root()) == 0);
+    Workload gang = gpu_job(100, 50, 4, 2, TopologyRequirement::guaranteed("node"));
+    gang.distinct_hosts = true;
+    const Checked checked = solve_checked<Solver>(state, gang, cost::priority_weighted{});
+    REQUIRE(checked.plan.has_victims_plan());
+    REQUIRE(checked.plan.placement.replicas.size() == 2);
+    const auto node_of = [&](std::size_t r) {
+      return topology->ancestor_at(checked.plan.placement.replica_domain(*topology, r),
+                                   topology->host_level());
+    };
+    CHECK(node_of(0) != node_of(1));
+    constexpr bool proves = std::is_same_v<Solver, branch_and_bound_solver>;
+    if (proves) CHECK(checked.plan.status == PlanStatus::optimal);
+    if (checked.plan.status == PlanStatus::optimal) {
+      // Jobs 1 and 2 tie: either goes, with job 3 (priority 2) from another node.
+      const std::vector<std::uint64_t> ids = victim_ids(checked.plan);
+      CHECK((ids == std::vector<std::uint64_t>{1, 3} || ids == std::vector<std::uint64_t>{2, 3}));
+    }
+    // The same gang allowed to share a node takes node 0 whole (the constraint binds).
+    gang.distinct_hosts = false;
+    const Checked sharing = solve_checked<Solver>(state, gang, cost::priority_weighted{});
+    if (proves) CHECK(sharing.plan.status == PlanStatus::optimal);
+    if (sharing.plan.status == PlanStatus::optimal) {
+      CHECK(victim_ids(sharing.plan) == std::vector<std::uint64_t>{1, 2});
+    }
+    // Fewer nodes than replicas: infeasible, and said so.
+    Allocation small(shared(shapes::cluster(shapes::dense_8gpu_server(), 2, 2)));
+    gang.distinct_hosts = true;
+    gang.replicas = 3;
+    gang.demand.whole_devices = 1;
+    const Checked none = solve_checked<Solver>(small, gang, cost::priority_weighted{});
+    CHECK(none.plan.status == PlanStatus::infeasible);
+  }
+  TEST_CASE_TEMPLATE_APPLY(distinct_hosts_id, every_solver);
+
   TEST_CASE_TEMPLATE_DEFINE("gang victims are evicted whole, freeing every replica", Solver,
                             gang_victim_id) {
     auto topology = shared(shapes::cluster(shapes::hgx_h100(), 2, 2));

@@ -93,6 +93,9 @@ struct RequirementMix {
   /// Running workloads draw priorities 0 .. priority_levels - 1. Few levels (2-3) make many
   /// victim sets differ by one priority step only: what a tolerance used to hide.
   std::uint64_t priority_levels = 10;
+  /// Gangs (preemptor and running) ask for distinct hosts: always for the preemptor, half the
+  /// time for running gangs. Off: no extra draw, so the other sweeps keep their instances.
+  bool distinct_hosts = false;
 };
 
 /// `gpus` whole GPUs per replica, with (when `pooled`) some CPU and host memory per GPU.
@@ -137,6 +140,7 @@ Workload random_running(Dice& dice, const Topology& topology, std::uint64_t id,
   workload.cost.start_time_s = static_cast<double>(dice.below(1000));
   workload.cost.seconds_since_checkpoint = static_cast<double>(dice.below(900));
   workload.cost.model_size_gib = static_cast<double>(dice.below(140));
+  if (mix.distinct_hosts && workload.replicas > 1) workload.distinct_hosts = dice.one_in(2);
   return workload;
 }
 
@@ -180,6 +184,20 @@ Workload random_preemptor(Dice& dice, const Topology& topology, RequirementMix m
         1000 * static_cast<Amount>(1 + dice.below(16));
     preemptor.replica_scope = TopologyRequirement::guaranteed(level);
     preemptor.gang_scope = {};
+  }
+  if (mix.distinct_hosts && preemptor.replicas > 1) {
+    preemptor.distinct_hosts = true;
+    // Two or three replicas on distinct hosts never share one node: a guaranteed gang scope
+    // there is invalid (a best-effort one only relaxes), so it widens to the rack.
+    const LevelIndex host = topology.host_level();
+    if (preemptor.gang_scope.mode == RequirementMode::guaranteed &&
+        topology.level_index(preemptor.gang_scope.level) >= host) {
+      preemptor.gang_scope = TopologyRequirement::guaranteed("rack");
+      if (preemptor.replica_scope.mode != RequirementMode::none &&
+          topology.level_index(preemptor.replica_scope.level) < host) {
+        preemptor.replica_scope = {};
+      }
+    }
   }
   return preemptor;
 }
@@ -238,7 +256,8 @@ std::string describe(const Instance& instance) {
        << " eligible; preemptor priority " << p.priority << ", " << p.replicas << " x "
        << p.demand.whole_devices << " GPU + "
        << instance.topology->schema().format(p.demand.resources) << ", replica "
-       << scope(p.replica_scope) << ", gang " << scope(p.gang_scope);
+       << scope(p.replica_scope) << ", gang " << scope(p.gang_scope)
+       << (p.distinct_hosts ? ", distinct hosts" : "");
   return text.str();
 }
 
@@ -303,8 +322,47 @@ std::vector<Candidate> candidates(const Allocation& state, const Workload& preem
   return result;
 }
 
+/// `placeable` for a gang on distinct hosts, without the placement search's anti-affinity
+/// code: hosts share no capacity, so the gang fits iff some gang domain holds `replicas` hosts
+/// on each of which one lone replica fits. Best-effort scopes count as met at any tier (the
+/// loosest: no gang scope, replicas anywhere in their host). Confirmed by Allocation::add.
+bool placeable_apart(Allocation& state, const Workload& workload) {
+  const Topology& topology = state.topology();
+  const LevelIndex host_level = topology.host_level();
+  std::vector<DomainId> gang_domains{Topology::root()};
+  if (workload.gang_scope.mode == RequirementMode::guaranteed) {
+    const LevelIndex level = topology.level_index(workload.gang_scope.level);
+    if (level >= host_level) return false;  // (a tier of a best-effort node scope)
+    const auto at_level = topology.domains_at(level);
+    gang_domains.assign(at_level.begin(), at_level.end());
+  }
+  Workload lone = workload;
+  lone.replicas = 1;
+  lone.min_replicas.reset();
+  lone.gang_scope = {};
+  lone.distinct_hosts = false;
+  if (lone.replica_scope.mode == RequirementMode::best_effort) lone.replica_scope = {};
+  for (DomainId gang : gang_domains) {
+    Placement placement;
+    for (DomainId host : topology.domains_at(host_level, gang)) {
+      if (placement.replicas.size() == static_cast<std::size_t>(workload.replicas)) break;
+      auto found = find_placement(state, lone, host);
+      if (found.found) placement.replicas.push_back(std::move(found.placement.replicas.front()));
+    }
+    if (placement.replicas.size() < static_cast<std::size_t>(workload.replicas)) continue;
+    try {
+      state.add(workload, placement);
+    } catch (const std::invalid_argument& error) {
+      FAIL("Allocation::add refused a placement on distinct hosts: " << error.what());
+    }
+    return true;
+  }
+  return false;
+}
+
 /// Whether `workload` can start on `state` (placement search, confirmed by Allocation::add).
 bool placeable(Allocation state, const Workload& workload) {
+  if (workload.distinct_hosts && workload.replicas > 1) return placeable_apart(state, workload);
   const auto found = find_placement(state, workload);
   if (!found.found) return false;
   try {
@@ -807,6 +865,82 @@ TEST_SUITE("brute_force") {
       MESSAGE(tally->headline());
       CHECK_MESSAGE(tally->mismatches == 0, tally->report());
     }
+  }
+
+  TEST_CASE("distinct_hosts gangs: exact solvers match brute force, every plan keeps hosts apart") {
+    // Preemptors of 2-3 replicas on distinct hosts (a third with best-effort scopes), among
+    // running gangs half of which ask for distinct hosts too. The brute force checks the
+    // anti-affinity its own way (`placeable_apart`); the verifier checks every plan's hosts.
+    Tally branch_and_bound{"branch_and_bound"};
+    Tally knapsack{"knapsack"};
+    Tally greedy{"greedy"};
+    Tally exhaustive{"exhaustive_subsets"};
+    Tally exhaustive_evictions{"exhaustive_subsets against the evictions-only optimum"};
+    std::size_t instances = 0;
+    std::size_t optimal = 0;
+    std::size_t infeasible = 0;
+    std::size_t binding = 0;  // the answer differs from the same gang allowed to share hosts
+    for (std::uint64_t seed = 3000000; instances < 800 && seed < 3100000; ++seed) {
+      RequirementMix mix;
+      mix.distinct_hosts = true;
+      mix.best_effort = seed % 3 == 0;
+      const std::optional<Instance> instance = make_instance(seed, mix);
+      if (!instance || instance->preemptor.replicas == 1) continue;
+      const Allocation& state = *instance->state;
+      with_cost_model(seed, state, [&](const auto& model) {
+        BruteForce truth = brute_force(state, instance->preemptor, model);
+        if (truth.outcome == BruteForce::Outcome::too_large) return;
+        std::optional<Workload> winning_tier;
+        if (mix.best_effort && truth.outcome == BruteForce::Outcome::optimal) {
+          for (const Workload& tier : tiers(state.topology(), instance->preemptor)) {
+            const BruteForce at_tier = brute_force(state, tier, model);
+            if (at_tier.outcome == BruteForce::Outcome::too_large) return;
+            if (at_tier.outcome == BruteForce::Outcome::optimal) {
+              truth.cost = at_tier.cost;
+              truth.victims = at_tier.victims;
+              winning_tier = tier;
+              break;
+            }
+          }
+          if (!winning_tier) return;
+        }
+        Workload sharing = instance->preemptor;
+        sharing.distinct_hosts = false;
+        const BruteForce shared = brute_force(state, sharing, model);
+        if (shared.outcome != BruteForce::Outcome::too_large &&
+            (shared.outcome != truth.outcome || shared.cost != truth.cost)) {
+          ++binding;
+        }
+        ++instances;
+        optimal += truth.outcome == BruteForce::Outcome::optimal ? 1 : 0;
+        infeasible += truth.outcome == BruteForce::Outcome::infeasible ? 1 : 0;
+        const Workload* tier = winning_tier ? &*winning_tier : nullptr;
+        compare<solvers::branch_and_bound_solver>(branch_and_bound, *instance, model, truth, tier);
+        compare<solvers::knapsack_solver>(knapsack, *instance, model, truth, tier);
+        compare<solvers::greedy_solver>(greedy, *instance, model, truth, tier);
+        using exhaustive_solver = baselines::exhaustive_subsets_solver;
+        const auto paper = solve_verified<exhaustive_solver>(exhaustive, *instance, model);
+        if (!paper) return;
+        judge<exhaustive_solver>(exhaustive, *instance, model, truth, *paper, tier);
+        if (!mix.best_effort) {
+          judge<exhaustive_solver>(
+              exhaustive_evictions, *instance, model,
+              brute_force(state, instance->preemptor, model, Shrinks::forbidden), *paper);
+        }
+      });
+    }
+    MESSAGE(instances << " distinct-host instances (" << optimal << " needing preemption, "
+                      << infeasible << " infeasible, " << binding
+                      << " where anti-affinity changes the answer)");
+    CHECK(instances >= 800);
+    CHECK(optimal >= 200);
+    CHECK(binding >= 100);
+    for (const Tally* tally :
+         {&branch_and_bound, &knapsack, &greedy, &exhaustive, &exhaustive_evictions}) {
+      MESSAGE(tally->headline());
+      CHECK_MESSAGE(tally->mismatches == 0, tally->report());
+    }
+    CHECK(branch_and_bound.optimal_compared >= 150);
   }
 
   TEST_CASE("lexicographic models with 2-3 priorities: exact solvers equal brute force exactly") {

@@ -203,6 +203,71 @@ TEST_SUITE("model") {
     CHECK(replicas_that_fit(state, ResolvedDemand::of(gang, *topology), found.gang_domain) == 2);
   }
 
+  TEST_CASE("distinct_hosts: one replica per node in the count, the search, add and validation") {
+    auto topology = shared(shapes::cluster(shapes::dense_8gpu_server(), 4, 2));
+    Allocation state(topology);
+    Workload gang = gpu_job(1, 5, 2, 3, TopologyRequirement::guaranteed("socket"),
+                            TopologyRequirement::guaranteed("rack"));
+    const DomainId rack0 = *topology->find("rack0");
+    // Sharing nodes, a rack of 2 nodes x 2 sockets x 4 GPUs holds 8 two-GPU replicas.
+    CHECK(replicas_that_fit(state, ResolvedDemand::of(gang, *topology), rack0) == 8);
+    gang.distinct_hosts = true;
+    const ResolvedDemand apart = ResolvedDemand::of(gang, *topology);
+    CHECK(apart.distinct_hosts);
+    CHECK(replicas_that_fit(state, apart, rack0) == 2);
+    CHECK(replicas_that_fit(state, apart, *topology->find("rack0/node0")) == 1);
+    CHECK(replicas_that_fit(state, apart, Topology::root()) == 4);
+    // Three replicas on distinct nodes never fit in a rack of two nodes.
+    CHECK_FALSE(find_placement(state, gang).found);
+    gang.gang_scope = {};
+    const auto found = find_placement(state, gang);
+    REQUIRE(found.found);
+    std::vector<DomainId> nodes;
+    for (std::size_t r = 0; r < 3; ++r) {
+      nodes.push_back(topology->ancestor_at(found.placement.replica_domain(*topology, r),
+                                            topology->host_level()));
+    }
+    std::sort(nodes.begin(), nodes.end());
+    CHECK(std::adjacent_find(nodes.begin(), nodes.end()) == nodes.end());
+    state.add(gang, found.placement);
+    check_aggregates(state);
+
+    // add: two replicas on one node are refused, naming the workload and the node; no change.
+    Workload pair = gpu_job(2, 5, 2, 2);
+    pair.distinct_hosts = true;
+    pair.gang_scope = {};
+    Workload sharing = pair;
+    sharing.distinct_hosts = false;
+    Allocation spare(topology);
+    const Placement stacked =
+        *place_in(spare, ResolvedDemand::of(sharing, *topology), *topology->find("rack0/node0"));
+    const auto before = spare.used(Topology::root());
+    CHECK_THROWS_WITH_AS(spare.add(pair, stacked),
+                         doctest::Contains("workload 2 'job2' replicas 0 and 1 share node "
+                                           "rack0/node0, but distinct_hosts"),
+                         std::invalid_argument);
+    CHECK(spare.size() == 0);
+    CHECK(spare.used(Topology::root()) == before);
+    spare.add(sharing, stacked);  // the same placement is fine for a gang free to share
+
+    // A second gang of three on distinct nodes: each node has room, so it fits, apart.
+    Workload second = gang;
+    second.id = WorkloadId{3};
+    CHECK(find_placement(state, second).found);
+    // Validation: a guaranteed gang scope at the host level contradicts distinct hosts.
+    Workload invalid = gpu_job(4, 5, 1, 2, {}, TopologyRequirement::guaranteed("node"));
+    invalid.distinct_hosts = true;
+    CHECK_THROWS_WITH_AS(validate(invalid, *topology),
+                         doctest::Contains("workload 4 'job4': distinct_hosts needs 2 hosts"),
+                         std::invalid_argument);
+    invalid.replicas = 1;  // one replica: the flag has no effect, and is valid
+    CHECK_NOTHROW(validate(invalid, *topology));
+    invalid.replicas = 2;
+    invalid.gang_scope = TopologyRequirement::best_effort("node");  // relaxes: valid
+    CHECK_NOTHROW(validate(invalid, *topology));
+    CHECK(find_placement(Allocation(topology), invalid).gang_level < topology->host_level());
+  }
+
   TEST_CASE("GPU shares from the openb trace pack onto one device") {
     auto topology = shared(shapes::single_machine(shapes::openb_node("T4", 2, 104000, 524288)));
     Allocation state(topology);

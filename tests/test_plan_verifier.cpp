@@ -433,6 +433,35 @@ TEST_SUITE("plan_verifier") {
                     verdict.summary());
       CHECK_FALSE(verdict.topology_ok);
     }
+    SUBCASE("two replicas of a distinct_hosts gang on one node") {
+      Allocation nodes(shared(shapes::cluster(shapes::hgx_h100(), 2, 2)));
+      const Topology& t = nodes.topology();
+      Workload gang = gpu_job(100, 10, 4, 2, TopologyRequirement::guaranteed("socket"));
+      gang.distinct_hosts = true;
+      PreemptionPlan plan;
+      plan.status = PlanStatus::no_preemption_needed;
+      // Both replicas on node0, one per socket: fine for capacity and scopes, not for hosts.
+      plan.placement.replicas = {
+          replica_on(t, {0, 1, 2, 3}, *t.find("rack0/node0/socket0/numa0"), 8000, 32768),
+          replica_on(t, {4, 5, 6, 7}, *t.find("rack0/node0/socket1/numa1"), 8000, 32768)};
+      plan.target_domain = *t.find("rack0/node0");
+      plan.gang_level = t.level_index("node");
+      plan.replica_level = t.level_index("numa");  // one NUMA node per socket on HGX
+      const PlanVerdict verdict = verify_plan(nodes, gang, plan, count);
+      CHECK_MESSAGE(mentions(verdict,
+                             "replicas 0 and 1 both sit on node rack0/node0, but it asks "
+                             "for distinct hosts"),
+                    verdict.summary());
+      // Allocation::add refuses it too, naming the workload (the rule is checked twice).
+      CHECK_MESSAGE(mentions(verdict, "share node rack0/node0, but distinct_hosts"),
+                    verdict.summary());
+      // Relaxed scopes do not relax anti-affinity.
+      CHECK_FALSE(verify_plan(nodes, gang, plan, count, {.require_topology = false}).ok);
+      // The same plan for a gang free to share the node passes.
+      gang.distinct_hosts = false;
+      const PlanVerdict sharing = verify_plan(nodes, gang, plan, count);
+      CHECK_MESSAGE(sharing.ok, sharing.summary());
+    }
     SUBCASE("pooled amounts that do not add up") {
       PreemptionPlan plan = good;
       plan.placement.replicas[0].entries.back().amount(2) += 1000;

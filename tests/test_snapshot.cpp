@@ -385,6 +385,37 @@ TEST_SUITE("snapshot") {
     std::filesystem::remove(file);
   }
 
+  TEST_CASE("distinct_hosts: read, written back, and checked with its path") {
+    json doc = base_document();
+    doc["preemptor"]["replicas"] = 2;
+    doc["preemptor"]["distinct_hosts"] = true;
+    const io::Snapshot loaded = io::load_snapshot(doc);
+    CHECK(loaded.preemptor.distinct_hosts);
+    const json saved = io::save_snapshot(loaded);
+    CHECK(saved["preemptor"]["distinct_hosts"] == true);
+    CHECK_FALSE(saved["workloads"][0].contains("distinct_hosts"));  // the default is left out
+    CHECK(io::load_snapshot(saved).preemptor.distinct_hosts);
+
+    doc["preemptor"]["distinct_hosts"] = "yes";
+    CHECK(error_path(doc) == "$.preemptor.distinct_hosts");
+    doc["preemptor"]["distinct_hosts"] = true;
+    doc["preemptor"]["gang_scope"] = {{"mode", "guaranteed"}, {"level", "node"}};
+    CHECK(error_path(doc) == "$.preemptor.distinct_hosts");
+    CHECK(error_message(doc).find("distinct hosts cannot share one 'node'") != std::string::npos);
+
+    // A running gang on one node that asks for distinct hosts is refused at load.
+    doc = base_document();
+    json& running = doc["workloads"][0];
+    running["replicas"] = 2;
+    running["distinct_hosts"] = true;
+    running["placement"].push_back(json::parse(R"([{"domain": "rack0/node0/socket0/numa1/gpu1"},
+                        {"domain": "rack0/node0/socket0/numa1/cores2", "amount": {"cpu_milli": 2000}}])"));
+    CHECK(error_path(doc).starts_with("$.workloads[0]"));
+    CHECK(error_message(doc).find("distinct_hosts") != std::string::npos);
+    running["distinct_hosts"] = false;
+    CHECK(error_path(doc).empty());
+  }
+
   TEST_CASE("a plan as JSON") {
     const io::Snapshot paper = load_example("paper-server.json");
     const PreemptionPlan plan =

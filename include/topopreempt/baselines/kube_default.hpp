@@ -211,6 +211,10 @@ class KubeDefaultRun {
       : state_(state), topology_(state.topology()), preemptor_(preemptor), overlay_(state) {
     single_ = demand;
     single_.replicas = 1;
+    // Required pod anti-affinity (InterPodAffinity's filter): a node holding one of the gang's
+    // pods is filtered out for the next ones, in the direct fit and in preemption alike.
+    anti_affinity_ = demand.distinct_hosts;
+    single_.distinct_hosts = false;
     // Each replica is scheduled as a lone pod: the default scheduler knows no gangs.
     single_.gang_required.reset();
     single_.gang_preferred.reset();
@@ -262,7 +266,7 @@ class KubeDefaultRun {
     // The scheduler's own (topology-aware) filter runs first; preemption is its PostFilter
     // fallback.
     if (try_direct) {
-      const PlacementSearchResult direct = find_placement(overlay_, single_, Topology::root());
+      const PlacementSearchResult direct = direct_placement();
       if (direct.found) {
         const ReplicaPlacement& replica = direct.placement.replicas.front();
         const DomainId node =
@@ -298,6 +302,7 @@ class KubeDefaultRun {
     const auto hosts = topology_.domains_at(topology_.host_level());
     verdicts_.resize(hosts.size());
     for (std::size_t h = 0; h < hosts.size(); ++h) {
+      if (holds_a_replica(hosts[h])) continue;  // filtered out by anti-affinity
       ++statistics.domains_considered;
       const VerdictKind kind = select_victims_on_node(hosts[h]);
       if (kind == VerdictKind::none) {
@@ -353,10 +358,36 @@ class KubeDefaultRun {
     return true;
   }
 
+  /// Whether anti-affinity filters `node` out: it already holds a replica of the preemptor.
+  [[nodiscard]] bool holds_a_replica(DomainId node) const {
+    return anti_affinity_ &&
+           std::find(replica_nodes.begin(), replica_nodes.end(), node) != replica_nodes.end();
+  }
+
+  /// The scheduler's own filter: `find_placement` of one pod over the cluster, or, under
+  /// anti-affinity, over the nodes not holding a replica yet (fewest idle devices first, then
+  /// the first node: find_placement's best fit).
+  [[nodiscard]] PlacementSearchResult direct_placement() const {
+    if (!anti_affinity_) return find_placement(overlay_, single_, Topology::root());
+    PlacementSearchResult best;
+    DomainId best_node;
+    for (DomainId host : topology_.domains_at(topology_.host_level())) {
+      if (holds_a_replica(host)) continue;
+      if (best_node.valid() && overlay_.idle_devices(host) >= overlay_.idle_devices(best_node))
+        continue;
+      PlacementSearchResult found = find_placement(overlay_, single_, host);
+      if (!found.found) continue;
+      best = std::move(found);
+      best_node = host;
+    }
+    return best;
+  }
+
   /// The first node (in domain order) where the pod fits by the topology-blind aggregate check
   /// as the overlay stands. Upstream scores the fitting nodes; we take the first (documented).
   [[nodiscard]] std::optional<DomainId> first_blind_fit() {
     for (DomainId host : topology_.domains_at(topology_.host_level())) {
+      if (holds_a_replica(host)) continue;
       ledger_.reset(overlay_, host);
       if (ledger_.fits(single_)) return host;
     }
@@ -473,6 +504,7 @@ class KubeDefaultRun {
   const Workload& preemptor_;
   ResolvedDemand single_;
   ResolvedDemand relaxed_;
+  bool anti_affinity_ = false;  ///< the preemptor's replicas go to distinct nodes
   OverlayView<Allocation> overlay_;
   KubeNodeLedger ledger_;
   std::vector<KubePod> pods_;

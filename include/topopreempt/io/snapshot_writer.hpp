@@ -142,6 +142,7 @@ enum class DeviceAmounts : std::uint8_t {
     result["replica_scope"] = scope(workload.replica_scope);
   if (workload.gang_scope.mode != RequirementMode::none)
     result["gang_scope"] = scope(workload.gang_scope);
+  if (workload.distinct_hosts) result["distinct_hosts"] = true;
   const CostInputs& cost = workload.cost;
   nlohmann::json inputs = nlohmann::json::object();
   if (cost.start_time_s != 0.0) inputs["start_time_s"] = cost.start_time_s;

@@ -475,6 +475,7 @@ class Allocation {
       fold(static_cast<std::uint64_t>(scope->mode));
       fold_text(scope->level);
     }
+    if (w.distinct_hosts) fold(0x616e7469ULL);  // folded only when set: older digests unchanged
     fold_real(w.cost.start_time_s);
     fold_real(w.cost.seconds_since_checkpoint);
     fold_text(w.cost.model_id);
@@ -840,6 +841,8 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
   const std::optional<LevelIndex> replica_level = level_of_scope(workload.replica_scope);
   const std::optional<LevelIndex> gang_level = level_of_scope(workload.gang_scope);
   DomainId gang_domain;
+  // (host, replica) of every placed replica when anti-affinity is asked, checked after the loop.
+  std::vector<std::pair<DomainId, std::size_t>> hosts_used;
   for (std::size_t r = 0; r < placement.replicas.size(); ++r) {
     // Messages are built only on failure: add() is on every scheduler's hot path.
     const auto where = [&] { return workload.label() + " replica " + std::to_string(r); };
@@ -930,6 +933,22 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
     }
     gang_domain = gang_domain.valid() ? topology.lowest_common_ancestor(gang_domain, replica_domain)
                                       : replica_domain;
+    if (workload.distinct_hosts) {
+      hosts_used.emplace_back(topology.ancestor_at(replica_domain, topology.host_level()), r);
+    }
+  }
+  if (hosts_used.size() > 1) {
+    // Sorting keeps a 400,000-replica gang linearithmic; equal hosts end up side by side.
+    std::sort(hosts_used.begin(), hosts_used.end());
+    for (std::size_t i = 1; i < hosts_used.size(); ++i) {
+      if (hosts_used[i].first != hosts_used[i - 1].first) continue;
+      throw std::invalid_argument(workload.label() + " replicas " +
+                                  std::to_string(hosts_used[i - 1].second) + " and " +
+                                  std::to_string(hosts_used[i].second) + " share " +
+                                  topology.describe(hosts_used[i].first) +
+                                  ", but distinct_hosts puts each replica on its own " +
+                                  topology.levels()[topology.host_level()]);
+    }
   }
   if (gang_level && gang_domain.valid() && !topology.lies_within_level(gang_domain, *gang_level)) {
     throw std::invalid_argument(workload.label() + " breaks its guaranteed gang scope '" +

@@ -11,6 +11,10 @@
 /// the host) that does. How many identical replicas fit in a domain is then exact: each unit
 /// bounds its own count, and pool roots shared by several units add nested (laminar) budgets,
 /// for which filling units greedily is optimal (a polymatroid).
+///
+/// Anti-affinity (`Workload::distinct_hosts`). Pool roots never lie above the host, so hosts
+/// share no budget: a domain holds min(1, what fits in h) replicas per host h, summed, and
+/// placing replica after replica on hosts not used yet is exact too.
 
 #include <algorithm>
 #include <cstdint>
@@ -42,6 +46,8 @@ struct ResolvedDemand {
   std::optional<LevelIndex> replica_preferred;  ///< best-effort replica level
   std::optional<LevelIndex> gang_required;      ///< guaranteed gang level
   std::optional<LevelIndex> gang_preferred;     ///< best-effort gang level
+  /// At most one replica per host (`Workload::distinct_hosts` with more than one replica).
+  bool distinct_hosts = false;
 
   /// Resolves `workload` (validated first; throws `std::invalid_argument` naming it).
   [[nodiscard]] static ResolvedDemand of(const Workload& workload, const Topology& topology) {
@@ -56,6 +62,7 @@ struct ResolvedDemand {
     demand.pooled = resources - demand.share;
     demand.has_share = demand.whole_devices == 0 && demand.share.any();
     demand.replicas = workload.replicas;
+    demand.distinct_hosts = workload.distinct_hosts && workload.replicas > 1;
     demand.unit_level = topology.host_level();
     const auto level_of = [&](const TopologyRequirement& scope) {
       return topology.level_index(scope.level);
@@ -182,12 +189,12 @@ template <CapacityView View>
 
 }  // namespace detail
 
-/// How many replicas of `demand` fit inside `domain` as `view` stands (exact under the model
-/// of this header; capped at a large constant when the replica asks for nothing).
-/// Cost: O(units x dims) plus a device scan per unit for shares.
+namespace detail {
+
+/// `replicas_that_fit` without anti-affinity: replicas may share a host.
 template <CapacityView View>
-[[nodiscard]] std::int64_t replicas_that_fit(const View& view, const ResolvedDemand& demand,
-                                             DomainId domain) {
+[[nodiscard]] std::int64_t replicas_that_fit_stacked(const View& view, const ResolvedDemand& demand,
+                                                     DomainId domain) {
   const Topology& topology = view.topology();
   struct Budget {
     DomainId root;
@@ -243,6 +250,28 @@ template <CapacityView View>
     }
     total += fit;
     if (total >= detail::unbounded_replicas) return detail::unbounded_replicas;
+  }
+  return total;
+}
+
+}  // namespace detail
+
+/// How many replicas of `demand` fit inside `domain` as `view` stands (exact under the model
+/// of this header; capped at a large constant when the replica asks for nothing). With
+/// `distinct_hosts`, each host counts for at most one replica.
+/// Cost: O(units x dims) plus a device scan per unit for shares.
+template <CapacityView View>
+[[nodiscard]] std::int64_t replicas_that_fit(const View& view, const ResolvedDemand& demand,
+                                             DomainId domain) {
+  if (!demand.distinct_hosts) return detail::replicas_that_fit_stacked(view, demand, domain);
+  const Topology& topology = view.topology();
+  const LevelIndex host_level = topology.host_level();
+  if (topology.level(domain) >= host_level) {
+    return std::min<std::int64_t>(1, detail::replicas_that_fit_stacked(view, demand, domain));
+  }
+  std::int64_t total = 0;
+  for (DomainId host : topology.domains_at(host_level, domain)) {
+    total += std::min<std::int64_t>(1, detail::replicas_that_fit_stacked(view, demand, host));
   }
   return total;
 }
@@ -419,10 +448,17 @@ template <CapacityView View>
   Placement placement;
   ResolvedDemand single = demand;
   single.replicas = 1;
+  single.distinct_hosts = false;     // one replica at a time; `used_hosts` keeps them apart
+  std::vector<DomainId> used_hosts;  // with distinct_hosts: hosts already holding a replica
   for (std::int32_t r = 0; r < demand.replicas; ++r) {
     DomainId best;
     for (DomainId unit : detail::units_of(topology, demand, domain)) {
       if (!detail::unit_allowed(topology, demand, unit)) continue;
+      if (demand.distinct_hosts &&
+          std::find(used_hosts.begin(), used_hosts.end(),
+                    topology.ancestor_at(unit, topology.host_level())) != used_hosts.end()) {
+        continue;
+      }
       if (replicas_that_fit(scratch, single, unit) < 1) continue;
       if (!best.valid() || scratch.idle_devices(unit) < scratch.idle_devices(best)) best = unit;
     }
@@ -430,6 +466,8 @@ template <CapacityView View>
     ReplicaPlacement replica{detail::place_one(scratch, single, best)};
     scratch.consume(replica.entries);
     placement.replicas.push_back(std::move(replica));
+    if (demand.distinct_hosts)
+      used_hosts.push_back(topology.ancestor_at(best, topology.host_level()));
   }
   return placement;
 }
@@ -440,6 +478,10 @@ template <CapacityView View>
                                                          DomainId within) {
   std::vector<LevelIndex> levels;
   const auto tier_at = [&](LevelIndex level) {
+    // Replicas on distinct hosts never share a domain at or below the host level.
+    if (demand.distinct_hosts && std::max(level, topology.level(within)) >= topology.host_level()) {
+      return;
+    }
     if (topology.level(within) >= level) {
       if (topology.lies_within_level(within, level)) levels.push_back(topology.level(within));
     } else if (!topology.domains_at(level, within).empty()) {

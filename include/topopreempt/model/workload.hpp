@@ -78,6 +78,14 @@ struct Workload {
   ReplicaDemand demand{};
   TopologyRequirement replica_scope{};  ///< e.g. guaranteed "numa": each replica in one NUMA node
   TopologyRequirement gang_scope{};     ///< e.g. guaranteed "rack": all replicas in one rack
+  /// Anti-affinity: no two replicas on one host (a domain of `Topology::host_level()`), so a
+  /// host failure takes at most one replica, or because the replicas each need a whole
+  /// host's network or scheduler slot. Always enforced (never relaxed like a best-effort
+  /// scope): a gang of R replicas needs R distinct hosts inside its gang-scope domain. Has no
+  /// effect on a single replica (`replicas` == 1), and a shrink only ever removes replicas, so
+  /// it keeps holding. Requires a gang scope looser than the host level (or none), since R > 1
+  /// replicas cannot lie on distinct hosts inside one host.
+  bool distinct_hosts = false;
   CostInputs cost{};
 
   /// "workload 7 'llama-70b'" for messages.
@@ -94,7 +102,8 @@ struct Workload {
 /// against `topology`: replicas >= 1, 1 <= min_replicas <= replicas, whole_devices >= 0,
 /// resources sized to the schema and non-negative, device dimensions zero when whole devices are
 /// asked for, requirement levels that exist, a replica scope no looser than the host level,
-/// and a gang scope no tighter than the replica scope.
+/// a gang scope no tighter than the replica scope, and, for `distinct_hosts` with more than one
+/// replica, a guaranteed gang scope looser than the host level.
 inline void validate(const Workload& workload, const Topology& topology) {
   const auto fail = [&](const std::string& what) {
     throw std::invalid_argument(workload.label() + ": " + what);
@@ -146,6 +155,15 @@ inline void validate(const Workload& workload, const Topology& topology) {
     if (replica_level && gang_level > *replica_level) {
       fail("gang scope '" + workload.gang_scope.level + "' is tighter than replica scope '" +
            workload.replica_scope.level + "'");
+    }
+    // A best-effort gang scope at or below the host only ranks placements (it relaxes to a
+    // looser level), so only a guaranteed one contradicts distinct hosts.
+    if (workload.distinct_hosts && workload.replicas > 1 &&
+        workload.gang_scope.mode == RequirementMode::guaranteed &&
+        gang_level >= topology.host_level()) {
+      fail("distinct_hosts needs " + std::to_string(workload.replicas) +
+           " hosts but the guaranteed gang scope '" + workload.gang_scope.level + "' is one " +
+           topology.levels()[topology.host_level()] + " or less");
     }
   }
 }

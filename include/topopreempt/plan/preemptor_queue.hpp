@@ -107,7 +107,9 @@ class Nominations {
            then.demand.whole_devices == preemptor.demand.whole_devices &&
            then.demand.resources.size() == preemptor.demand.resources.size() &&
            then.demand.resources == preemptor.demand.resources &&
-           then.replica_scope == preemptor.replica_scope && then.gang_scope == preemptor.gang_scope;
+           then.replica_scope == preemptor.replica_scope &&
+           then.gang_scope == preemptor.gang_scope &&
+           then.distinct_hosts == preemptor.distinct_hosts;
   }
 
  private:

@@ -106,6 +106,8 @@ class VerdictBuilder {
 }
 
 /// The preemptor with both scopes relaxed to `none` (how a topology-blind baseline sees it).
+/// `distinct_hosts` stays: anti-affinity is a placement rule every scheduler honours
+/// (Kubernetes' required pod anti-affinity), not a topology preference.
 [[nodiscard]] inline Workload relaxed(Workload workload) {
   workload.replica_scope = {};
   workload.gang_scope = {};
@@ -292,6 +294,36 @@ void check_and_apply_victims(VerdictBuilder& out, const Allocation& state, Alloc
   }
 }
 
+/// Anti-affinity, checked here on its own (not only through `Allocation::add`): with
+/// `distinct_hosts`, no two replicas of the preemptor may have an entry on the same host.
+inline void check_distinct_hosts(VerdictBuilder& out, const Topology& topology,
+                                 const Workload& preemptor, const Placement& placement) {
+  if (!preemptor.distinct_hosts) return;
+  const LevelIndex host_level = topology.host_level();
+  std::vector<std::vector<DomainId>> hosts(placement.replicas.size());
+  for (std::size_t r = 0; r < placement.replicas.size(); ++r) {
+    for (const auto& entry : placement.replicas[r].entries) {
+      if (topology.level(entry.domain) < host_level) continue;  // a pool above the host
+      hosts[r].push_back(topology.ancestor_at(entry.domain, host_level));
+    }
+  }
+  const auto shared_host = [&](std::size_t a, std::size_t b) -> std::optional<DomainId> {
+    for (DomainId host : hosts[a]) {
+      if (std::find(hosts[b].begin(), hosts[b].end(), host) != hosts[b].end()) return host;
+    }
+    return std::nullopt;
+  };
+  for (std::size_t a = 0; a < hosts.size(); ++a) {
+    for (std::size_t b = a + 1; b < hosts.size(); ++b) {
+      if (const std::optional<DomainId> host = shared_host(a, b)) {
+        out.fail(preemptor.label() + " replicas " + std::to_string(a) + " and " +
+                 std::to_string(b) + " both sit on " + topology.describe(*host) +
+                 ", but it asks for distinct hosts");
+      }
+    }
+  }
+}
+
 /// The preemptor's placement against the state after the victims are gone (`after`), or, with
 /// `after` null, on a plan known to apply cleanly (its start at the placement cannot fail).
 inline void check_placement(VerdictBuilder& out, const Topology& topology, Allocation* after,
@@ -304,6 +336,7 @@ inline void check_placement(VerdictBuilder& out, const Topology& topology, Alloc
   }
   const bool scopes_hold = guaranteed_scopes_hold(topology, preemptor, plan.placement);
   out.set_topology_ok(scopes_hold);
+  check_distinct_hosts(out, topology, preemptor, plan.placement);
   if (options.require_topology && !plan.topology_satisfied) {
     out.fail("the plan says topology_satisfied = false but the topology is required");
   }
@@ -389,7 +422,8 @@ inline void check_infeasible_claim(VerdictBuilder& out, const Allocation& state,
 /// - placement: accepted by `Allocation::add` once the victims are gone (capacity, devices,
 ///   shares, pooled sums, one host per replica, guaranteed scopes unless relaxed by
 ///   `options.require_topology = false`), inside `target_domain`, with matching `gang_level`
-///   and `replica_level`.
+///   and `replica_level`; with `distinct_hosts`, no two replicas on one host (checked on its
+///   own as well, whatever `options.require_topology` says).
 /// Determinism is not checked here (compare two plans with `operator==`).
 template <CostModel Model>
 [[nodiscard]] PlanVerdict verify_plan(const Allocation& state, const Workload& preemptor,

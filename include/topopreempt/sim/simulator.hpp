@@ -340,9 +340,11 @@ struct ShapeKey {
   TopologyRequirement replica_scope;
   TopologyRequirement gang_scope;
   std::int32_t priority = 0;  ///< preemption depends on it; placement does not
+  bool distinct_hosts = false;
   friend bool operator==(const ShapeKey&, const ShapeKey&) = default;
   [[nodiscard]] static ShapeKey of(const Workload& w) {
-    ShapeKey key{w.replicas, w.demand.whole_devices, {}, w.replica_scope, w.gang_scope, w.priority};
+    ShapeKey key{w.replicas, w.demand.whole_devices, {}, w.replica_scope, w.gang_scope,
+                 w.priority, w.distinct_hosts};
     key.resources.assign(w.demand.resources.data(),
                          w.demand.resources.data() + w.demand.resources.size());
     return key;
@@ -350,7 +352,7 @@ struct ShapeKey {
   [[nodiscard]] bool same_placement(const ShapeKey& other) const {
     return replicas == other.replicas && whole_devices == other.whole_devices &&
            resources == other.resources && replica_scope == other.replica_scope &&
-           gang_scope == other.gang_scope;
+           gang_scope == other.gang_scope && distinct_hosts == other.distinct_hosts;
   }
 };
 

@@ -37,8 +37,10 @@ extern "C" {
 #endif
 
 /* The ABI this header describes. A library answers `tp_abi_version()`; a caller built against
- * version N works with a library of the same version N. */
-#define TP_ABI_VERSION 1
+ * version N works with a library of version N or later (a later library accepts the older sizes
+ * of the structs that grew, with defaults for the new fields). Version 2 appended
+ * `tp_workload.distinct_hosts`. */
+#define TP_ABI_VERSION 2
 
 /* Symbol visibility: the shared library exports exactly these functions. */
 #if defined(_WIN32) && defined(TOPOPREEMPT_C_SHARED)
@@ -229,6 +231,11 @@ typedef struct tp_workload {
   const char* model_id;            /* model held in GPU memory; may be NULL */
   double model_size_gib;           /* its size (reload_time) */
   double extra_cost;               /* caller's additive price, e.g. a PDB or SLO penalty */
+  /* ABI 2. Anti-affinity: 1 puts every replica on a different host-level domain (the gang
+   * needs `replicas` hosts inside its gang-scope domain); default 0. No effect for one replica;
+   * with more, a guaranteed gang scope at the host level or deeper is TP_E_INVALID. A struct
+   * of ABI 1's size (ending at extra_cost) is accepted and reads as 0. */
+  int32_t distinct_hosts;
 } tp_workload;
 TP_API void tp_workload_init(tp_workload* workload);
 

@@ -154,7 +154,10 @@ tp::DomainId resolve(const tp_cluster& cluster, const char* host, const char* pa
 /// A tp_workload as a library workload; validated against the sealed topology.
 tp::Workload to_workload(const tp_cluster& cluster, const tp_workload* given, const char* role) {
   if (given == nullptr) fail(TP_E_NULL, std::string(role) + " is NULL");
-  check_struct_size(given->struct_size, sizeof(tp_workload), "tp_workload");
+  // ABI 1's tp_workload ended at extra_cost: accepted, with distinct_hosts at its default.
+  constexpr std::size_t abi1_size = offsetof(tp_workload, distinct_hosts);
+  const bool abi1 = given->struct_size == abi1_size;
+  if (!abi1) check_struct_size(given->struct_size, sizeof(tp_workload), "tp_workload");
   const tp::Topology& topology = sealed_state(cluster).topology();
   tp::Workload w;
   w.id = tp::WorkloadId{given->id};
@@ -180,6 +183,13 @@ tp::Workload to_workload(const tp_cluster& cluster, const tp_workload* given, co
   };
   w.replica_scope = scope(given->replica_scope, "replica scope");
   w.gang_scope = scope(given->gang_scope, "gang scope");
+  if (!abi1) {
+    if (given->distinct_hosts != 0 && given->distinct_hosts != 1) {
+      fail(TP_E_INVALID, label + ": distinct_hosts is " + std::to_string(given->distinct_hosts) +
+                             "; it must be 0 or 1");
+    }
+    w.distinct_hosts = given->distinct_hosts == 1;
+  }
   const auto cost_input = [&](double value, const char* field, bool non_negative) {
     if (!std::isfinite(value) || (non_negative && value < 0.0)) {
       fail(TP_E_INVALID, label + ": cost input " + field + " is " + std::to_string(value) +

@@ -186,6 +186,7 @@ std::string key_of(const Question& question) {
     key.put(scope->mode);
     key.put_text(scope->level);
   }
+  key.put(w.distinct_hosts);
   key.put(w.cost.start_time_s);
   key.put(w.cost.seconds_since_checkpoint);
   key.put_text(w.cost.model_id);

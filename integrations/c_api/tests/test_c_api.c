@@ -297,7 +297,7 @@ static void test_workload_events(void) {
   EXPECT(cluster, tp_cluster_workload_start(cluster, NULL, NULL, 0), TP_E_NULL, "workload is NULL");
   tp_workload_init(&w);
   w.id = 41;
-  w.struct_size = sizeof w - 8;
+  w.struct_size = sizeof w - 4;
   EXPECT(cluster, tp_cluster_workload_start(cluster, &w, NULL, 0), TP_E_ABI, "tp_workload_init");
   tp_workload_init(&w);
   w.id = 41;
@@ -542,6 +542,48 @@ static void test_plan_commit_replan(void) {
   tp_cluster_destroy(cluster);
 }
 
+/* A gang of two 2-GPU replicas with distinct_hosts (ABI 2) lands on two different nodes; the
+ * ABI-1 size of tp_workload is still accepted, without the field. */
+static void test_distinct_hosts(void) {
+  tp_cluster* cluster = make_cluster();
+  tp_workload p;
+  tp_plan_options options;
+  tp_plan* plan = NULL;
+  tp_plan_info info;
+  const tp_plan_entry* entries = NULL;
+  size_t count = 0;
+  const char* hosts[2] = {NULL, NULL};
+  fill(cluster);
+  tp_plan_options_init(&options);
+  preemptor_of(&p, 200, 2, "numa");
+  p.replicas = 2;
+  p.distinct_hosts = 1;
+  p.gang_scope.mode = TP_SCOPE_GUARANTEED;
+  p.gang_scope.level = "node";
+  EXPECT(cluster, tp_cluster_plan(cluster, &p, &options, &plan), TP_E_INVALID, "distinct_hosts");
+  p.gang_scope.mode = TP_SCOPE_NONE;
+  p.distinct_hosts = 2;
+  EXPECT(cluster, tp_cluster_plan(cluster, &p, &options, &plan), TP_E_INVALID, "0 or 1");
+  p.distinct_hosts = 1;
+  OK(cluster, tp_cluster_plan(cluster, &p, &options, &plan));
+  tp_plan_info_init(&info);
+  CHECK(tp_plan_get_info(plan, &info) == TP_OK);
+  CHECK(info.status == TP_PLAN_OPTIMAL && info.replicas == 2);
+  CHECK(tp_plan_get_placement(plan, &entries, &count) == TP_OK);
+  for (size_t i = 0; i < count; ++i) {
+    if (entries[i].replica < 2 && hosts[entries[i].replica] == NULL)
+      hosts[entries[i].replica] = entries[i].host;
+  }
+  CHECK(hosts[0] != NULL && hosts[1] != NULL && strcmp(hosts[0], hosts[1]) != 0);
+  tp_plan_destroy(plan);
+  plan = NULL;
+  /* ABI 1's struct size: accepted, and reads as distinct_hosts = 0. */
+  p.struct_size = offsetof(tp_workload, distinct_hosts);
+  OK(cluster, tp_cluster_plan(cluster, &p, &options, &plan));
+  tp_plan_destroy(plan);
+  tp_cluster_destroy(cluster);
+}
+
 static void test_topology_changes_keep_workloads(void) {
   tp_cluster* cluster = make_cluster();
   tp_cluster* other = make_cluster();
@@ -602,6 +644,7 @@ int main(void) {
   test_workload_events();
   test_plan_commit_replan();
   test_topology_changes_keep_workloads();
+  test_distinct_hosts();
   if (failures != 0) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return EXIT_FAILURE;

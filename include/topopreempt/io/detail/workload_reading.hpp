@@ -150,6 +150,16 @@ using nlohmann::json;
                workload.replica_scope.level + "'");
     }
   }
+  if (const json* v = object.optional("distinct_hosts")) {
+    workload.distinct_hosts = read_bool(*v, object.at("distinct_hosts"));
+    if (workload.distinct_hosts && workload.replicas > 1 &&
+        workload.gang_scope.mode == RequirementMode::guaranteed &&
+        topology.level_index(workload.gang_scope.level) >= topology.host_level()) {
+      fail(object.at("distinct_hosts"),
+           std::to_string(workload.replicas) + " replicas on distinct hosts cannot share one '" +
+               workload.gang_scope.level + "' (the guaranteed gang scope)");
+    }
+  }
   if (const json* v = object.optional("cost"))
     workload.cost = read_cost_inputs(*v, object.at("cost"));
   try {
@@ -405,11 +415,11 @@ class DomainPaths {
   return spec;
 }
 
-inline constexpr std::array<std::string_view, 11> workload_keys{
-    "id",     "name",          "priority",   "preemptible", "replicas", "min_replicas",
-    "demand", "replica_scope", "gang_scope", "cost",        "placement"};
-inline constexpr std::array<std::string_view, 10> preemptor_keys{
-    "id",           "name",   "priority",      "preemptible", "replicas",
-    "min_replicas", "demand", "replica_scope", "gang_scope",  "cost"};
+inline constexpr std::array<std::string_view, 12> workload_keys{
+    "id",     "name",          "priority",   "preemptible",    "replicas", "min_replicas",
+    "demand", "replica_scope", "gang_scope", "distinct_hosts", "cost",     "placement"};
+inline constexpr std::array<std::string_view, 11> preemptor_keys{
+    "id",     "name",          "priority",   "preemptible",    "replicas", "min_replicas",
+    "demand", "replica_scope", "gang_scope", "distinct_hosts", "cost"};
 
 }  // namespace topopreempt::io::detail

@@ -90,11 +90,16 @@ class PreemptionContext {
   }
   /// The name of dimension `dim` for a plural amount ("whole GPUs", "cpu_milli").
   [[nodiscard]] std::string dimension_name(std::size_t dim) const {
+    if (dim == distinct_host_dimension) return host_noun() + "s";
     return dim == whole_device_dim ? "whole " + device_noun() + "s" : topology_.schema()[dim].name;
   }
   /// `amount` of dimension `dim` as an explanation prints it: "1 whole GPU", "2 whole GPUs",
   /// "900 gpu_milli" (resource names are units, not nouns, so they take no plural).
   [[nodiscard]] std::string quantity(double amount, std::size_t dim) const {
+    if (dim == distinct_host_dimension) {
+      return format_amount(amount) + " " + host_noun() + (amount == 1.0 ? "" : "s") +
+             " (distinct_hosts)";
+    }
     if (dim != whole_device_dim) return format_amount(amount) + " " + topology_.schema()[dim].name;
     return format_amount(amount) + " whole " + device_noun() + (amount == 1.0 ? "" : "s");
   }
@@ -109,6 +114,10 @@ class PreemptionContext {
       }
     }
     return name;
+  }
+  /// The host level's name ("node").
+  [[nodiscard]] const std::string& host_noun() const {
+    return topology_.levels()[topology_.host_level()];
   }
   /// Where dimension `dim` is measured for `target`.
   [[nodiscard]] DomainId aggregate_domain(DomainId target, std::size_t dim) const {
@@ -131,9 +140,19 @@ class PreemptionContext {
                                    : static_cast<double>(view.free(domain, dim));
   }
 
-  /// Static check on capacities alone: can the target ever hold the preemptor? Returns the
-  /// failing relaxation dimension with capacity and demand.
+  /// Static check on capacities alone (and, for `distinct_hosts`, on the number of hosts): can
+  /// the target ever hold the preemptor? Returns the failing dimension with capacity and demand.
   [[nodiscard]] std::optional<Shortfall> too_small(const Tier& tier, DomainId target) const {
+    if (tier.demand.distinct_hosts) {
+      // One replica per host: a target with fewer hosts than replicas never holds the gang.
+      const LevelIndex host = topology_.host_level();
+      const std::size_t hosts =
+          topology_.level(target) >= host ? 1 : topology_.domains_at(host, target).size();
+      if (hosts < static_cast<std::size_t>(tier.demand.replicas)) {
+        return Shortfall{distinct_host_dimension, static_cast<double>(hosts),
+                         static_cast<double>(tier.demand.replicas), 0};
+      }
+    }
     for (std::size_t dim : tier.dims) {
       const DomainId where = aggregate_domain(target, dim);
       const double capacity =

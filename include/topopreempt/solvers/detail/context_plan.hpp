@@ -111,6 +111,9 @@ std::string PreemptionContext<Model>::describe_preemptor() const {
   };
   text += "; replica scope " + scope(preemptor_.replica_scope) + ", gang scope " +
           scope(preemptor_.gang_scope);
+  if (demand_.distinct_hosts) {
+    text += ", each replica on its own " + topology_.levels()[topology_.host_level()];
+  }
   return text;
 }
 

@@ -148,6 +148,9 @@ struct ScanCache {
 
 /// Marks the "whole idle devices" relaxation dimension.
 inline constexpr std::size_t whole_device_dimension = std::numeric_limits<std::size_t>::max();
+/// Marks a shortfall of hosts: a target with fewer hosts than a `distinct_hosts` gang has
+/// replicas (never a relaxation dimension: it is decided by the topology alone).
+inline constexpr std::size_t distinct_host_dimension = std::numeric_limits<std::size_t>::max() - 1;
 
 /// The victim-selection problem inside one target domain.
 struct DomainProblem {

@@ -12,6 +12,10 @@
 /// twice). f_u is convex in s (fractional covering is convex in the amount, the deficit affine
 /// in s), so the cheapest way to add S replicas takes the S smallest marginal costs across
 /// units. The result never exceeds the true cost of any completion: a valid bound.
+///
+/// With `distinct_hosts` a unit (never looser than a host) holds at most one replica, so each
+/// unit offers one slot at most; units sharing a host still count separately (a relaxation,
+/// the bound stays valid).
 
 #include <algorithm>
 #include <array>
@@ -124,7 +128,25 @@ class UnitSlotBound {
     const auto width = static_cast<std::size_t>(replicas) + 1;
     const std::vector<double> costs = hosting_costs(state);
     std::vector<UnitSet> sets;
+    const ResolvedDemand& demand = problem_->tier->demand;
+    // Under anti-affinity every replica takes its own unit on its own host: only sets of R
+    // units on R distinct hosts can hold the gang.
+    const auto apart = [&](const UnitSet& candidate) {
+      if (!demand.distinct_hosts) return true;
+      if (candidate.size != static_cast<std::size_t>(replicas)) return false;
+      const LevelIndex host = topology_->host_level();
+      for (std::size_t i = 0; i < candidate.size; ++i) {
+        for (std::size_t j = i + 1; j < candidate.size; ++j) {
+          if (topology_->ancestor_at(units_[candidate.members[i]], host) ==
+              topology_->ancestor_at(units_[candidate.members[j]], host)) {
+            return false;
+          }
+        }
+      }
+      return true;
+    };
     const auto consider = [&](const UnitSet& candidate) {
+      if (!apart(candidate)) return;
       double best_split = std::numeric_limits<double>::infinity();
       const auto recurse = [&](const auto& self, std::size_t at, std::int32_t left, double sum) -> void {
         const std::size_t unit = candidate.members[at];
@@ -137,7 +159,8 @@ class UnitSlotBound {
         }
       };
       recurse(recurse, 0, replicas, 0.0);
-      if (std::isfinite(best_split)) sets.push_back({conservative(best_split, 3.0), candidate.members, candidate.size});
+      if (std::isfinite(best_split))
+        sets.push_back({conservative(best_split, 3.0), candidate.members, candidate.size});
     };
     const auto n = static_cast<std::uint32_t>(units_.size());
     UnitSet candidate;
@@ -179,6 +202,10 @@ class UnitSlotBound {
     for (std::size_t u = 0; u < units_.size(); ++u) {
       const std::int64_t fits = replicas_that_fit(untouched, demand, units_[u]);
       for (std::size_t count = 1; count < width; ++count) {
+        if (demand.distinct_hosts && count > 1) {
+          costs[u * width + count] = std::numeric_limits<double>::infinity();  // one per host
+          continue;
+        }
         costs[u * width + count] = static_cast<std::int64_t>(count) <= fits
                                        ? 0.0
                                        : unit_cost(untouched, u, static_cast<std::int64_t>(count), every);
@@ -205,7 +232,10 @@ class UnitSlotBound {
       // Each cover is conservative, but a difference of two is not: the one subtracted may sit
       // below its exact value by its own rounding allowance, which the marginal then carries.
       const double allowance = (4.0 * static_cast<double>(unit_items_[u].size()) + 8.0) * 0x1p-52;
-      for (std::int64_t s = 1; s <= missing; ++s) {
+      // Under anti-affinity a unit holds one replica at most: no slot past the first.
+      const std::int64_t slots =
+          demand.distinct_hosts ? std::max<std::int64_t>(0, 1 - fits_[u]) : missing;
+      for (std::int64_t s = 1; s <= std::min(missing, slots); ++s) {
         const double cost = unit_cost(view, u, fits_[u] + s, available);
         if (!std::isfinite(cost)) break;  // u cannot host more, whatever goes
         marginals_.emplace_back(std::max(0.0, cost - previous), previous * allowance);
