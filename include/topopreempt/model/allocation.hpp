@@ -852,7 +852,11 @@ class Allocation {
                 fold_keys(band, held.data());
               }
             } else {
-              for (const DomainId child : topology_->children(at)) {
+              // Children walked by subtree ends: children() allocates, and this runs after
+              // the point of no return.
+              const DomainId end = topology_->subtree_end(at);
+              for (DomainId child{at.value + 1}; child.value < end.value;
+                   child = topology_->subtree_end(child)) {
                 if (topology_->level(child) > topology_->host_level()) continue;
                 const auto& child_rows = holdings_[holding_slot(child)];
                 const std::size_t child_row = holding_row(child_rows, priority);
