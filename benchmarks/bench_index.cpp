@@ -25,6 +25,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -32,9 +33,9 @@
 #include "bench_timing.hpp"
 #include "scan_floors.hpp"
 #include "topopreempt/model/cluster_generator.hpp"
-#include "topopreempt/solvers/detail/preemption_context.hpp"
 #include "topopreempt/plan/incremental_decider.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
+#include "topopreempt/solvers/detail/preemption_context.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
 
@@ -45,23 +46,40 @@ using topopreempt_bench::kinds;
 using topopreempt_bench::median;
 using topopreempt_bench::thread_seconds;
 
-constexpr std::array<std::int64_t, 2> sizes{10000, 100000};
+constexpr std::array<std::int64_t, 3> sizes{1000, 10000, 100000};
 
-using topopreempt_bench::cluster;
+/// Busy GPUs of the clusters `decide` measures: 0 for each kind's own (92 %, or 100 % for the
+/// 1-GPU kinds), else the given percentage (issue 22: half-empty and nearly full clusters).
+constexpr std::array<int, 2> occupancies{50, 99};
+
+/// The cluster of `nodes` nodes at `percent` busy GPUs (0: 92 %, or 100 % when `saturated`),
+/// generated once per process and kept.
+const GeneratedCluster& cluster(std::int64_t nodes, bool saturated, int percent = 0) {
+  if (percent == 0) return topopreempt_bench::cluster(nodes, saturated);
+  static std::map<std::pair<std::int64_t, int>, std::unique_ptr<GeneratedCluster>> cache;
+  auto& slot = cache[{nodes, percent}];
+  if (!slot) {
+    ClusterSpec spec;
+    spec.nodes = static_cast<std::size_t>(nodes);
+    spec.target_occupancy = percent / 100.0;
+    slot = std::make_unique<GeneratedCluster>(generate_cluster(spec));
+  }
+  return *slot;
+}
 
 /// Median footprint-scan time of one cluster (seconds), measured once.
-double footprint_floor(std::int64_t nodes, bool saturated) {
-  static std::map<std::pair<std::int64_t, bool>, double> cache;
-  const auto it = cache.find({nodes, saturated});
+double footprint_floor(std::int64_t nodes, bool saturated, int percent = 0) {
+  static std::map<std::tuple<std::int64_t, bool, int>, double> cache;
+  const auto it = cache.find({nodes, saturated, percent});
   if (it != cache.end()) return it->second;
-  const Allocation& state = cluster(nodes, saturated).state;
+  const Allocation& state = cluster(nodes, saturated, percent).state;
   std::vector<double> times;
   for (int rep = 0; rep < 21; ++rep) {
     const double start = thread_seconds();
     benchmark::DoNotOptimize(topopreempt_bench::footprint_scan(state));
     times.push_back(thread_seconds() - start);
   }
-  return cache[{nodes, saturated}] = median(std::move(times));
+  return cache[{nodes, saturated, percent}] = median(std::move(times));
 }
 
 const topopreempt_bench::BenchCost cost_model{};
@@ -90,9 +108,9 @@ PreemptionPlan solve(Solver solver, const Allocation& state, const Workload& pre
 
 template <CostModel Model>
 void decide(benchmark::State& state, Solver solver, std::int64_t nodes, std::size_t kind,
-            const Model& model) {
+            const Model& model, int percent) {
   const topopreempt_bench::Kind& k = kinds()[kind];
-  const Allocation& allocation = cluster(nodes, k.saturated).state;
+  const Allocation& allocation = cluster(nodes, k.saturated, percent).state;
   const std::vector<Workload> preemptors = topopreempt_bench::variants(k);
   std::vector<double> index_times;
   std::vector<double> full_times;
@@ -118,7 +136,7 @@ void decide(benchmark::State& state, Solver solver, std::int64_t nodes, std::siz
   state.counters["p50_ms"] = p50 * 1e3;
   state.counters["full_p50_ms"] = full_p50 * 1e3;
   state.counters["speedup"] = p50 > 0.0 ? full_p50 / p50 : 0.0;
-  state.counters["x_fscan"] = p50 / footprint_floor(nodes, k.saturated);
+  state.counters["x_fscan"] = p50 / footprint_floor(nodes, k.saturated, percent);
   state.counters["same"] = decisions > 0 ? same / decisions : 0.0;
   state.counters["searched"] = decisions > 0 ? searched / decisions : 0.0;
 }
@@ -217,13 +235,39 @@ bool register_benchmarks() {
       for (const auto& [name, solver] : solver_list) {
         const std::string label = std::string("decide/") + name + "/" + kinds()[kind].name + suffix;
         benchmark::RegisterBenchmark(label.c_str(), decide<topopreempt_bench::BenchCost>, solver,
-                                     nodes, kind, cost_model)
+                                     nodes, kind, cost_model, 0)
             ->Unit(benchmark::kMillisecond)
             ->MinTime(0.2);
         // Counting victims: the optimum is often one victim, the declared floor, so the index
         // bound closes every other domain unread.
         benchmark::RegisterBenchmark(("count_" + label).c_str(), decide<cost::victim_count>, solver,
-                                     nodes, kind, cost::victim_count{})
+                                     nodes, kind, cost::victim_count{}, 0)
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(0.2);
+      }
+    }
+  }
+  // Priced decisions on half-empty and nearly full clusters (issue 22), every kind on the same
+  // cluster, next to that cluster's own footprint floor.
+  for (const int percent : occupancies) {
+    const std::string suffix = "/nodes:10000";
+    const std::string busy = "/busy:" + std::to_string(percent);
+    benchmark::RegisterBenchmark(
+        ("footprint_scan" + busy + suffix).c_str(),
+        [percent](benchmark::State& state) {
+          const Allocation& allocation = cluster(10000, false, percent).state;
+          for (auto _ : state) {
+            benchmark::DoNotOptimize(topopreempt_bench::footprint_scan(allocation));
+          }
+          state.counters["p50_ms"] = footprint_floor(10000, false, percent) * 1e3;
+        })
+        ->Unit(benchmark::kMillisecond);
+    for (std::size_t kind = 0; kind < kinds().size(); ++kind) {
+      for (const auto& [name, solver] : solver_list) {
+        const std::string label =
+            std::string("decide") + busy + "/" + name + "/" + kinds()[kind].name + suffix;
+        benchmark::RegisterBenchmark(label.c_str(), decide<topopreempt_bench::BenchCost>, solver,
+                                     10000, kind, cost_model, percent)
             ->Unit(benchmark::kMillisecond)
             ->MinTime(0.2);
       }

@@ -16,10 +16,10 @@
 
 #include "support.hpp"
 #include "topopreempt/model/cluster_generator.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
-#include "topopreempt/solvers/detail/preemption_context.hpp"
 #include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/solvers/detail/preemption_context.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
 
@@ -61,6 +61,50 @@ struct lying {
   [[nodiscard]] double least_price() const noexcept { return 1.0; }
 };
 
+/// Recount of what `for_each_index_band` should visit: per priority below `priority`, the
+/// extremes over the eligible workloads holding anything in d's subtree and a device somewhere.
+std::vector<IndexBand> recount_bands(const Allocation& state, DomainId d, std::int32_t priority) {
+  const Topology& topology = state.topology();
+  std::vector<IndexBand> bands;
+  for (const WorkloadId id : state.workload_ids()) {
+    const Workload& workload = state.workload(id);
+    if (!workload.preemptible || workload.priority >= priority) continue;
+    const IndexBand own = state.index_band_of(workload);
+    if (own.most_entries_per_victim == 0) continue;
+    bool inside = false;
+    for (const auto& replica : state.placement(id).replicas) {
+      for (const auto& entry : replica.entries)
+        inside = inside || topology.contains(d, entry.domain);
+    }
+    if (!inside) continue;
+    const auto it = std::find_if(bands.begin(), bands.end(), [&](const IndexBand& band) {
+      return band.priority == own.priority;
+    });
+    if (it == bands.end()) {
+      bands.push_back(own);
+      continue;
+    }
+    it->least_lost_work_per_entry =
+        std::min(it->least_lost_work_per_entry, own.least_lost_work_per_entry);
+    it->least_model_gib_per_entry =
+        std::min(it->least_model_gib_per_entry, own.least_model_gib_per_entry);
+    it->most_entries_per_victim =
+        std::max(it->most_entries_per_victim, own.most_entries_per_victim);
+  }
+  std::sort(bands.begin(), bands.end(),
+            [](const IndexBand& a, const IndexBand& b) { return a.priority < b.priority; });
+  return bands;
+}
+
+/// A model whose prices (1 per victim) undercut the index price rate it declares (1 per device
+/// entry) for any victim of two or more devices.
+struct undercut {
+  static constexpr std::string_view name = "undercut";
+  [[nodiscard]] double evict(const Workload&) const noexcept { return 1.0; }
+  [[nodiscard]] double shrink(const Workload&, std::int32_t) const noexcept { return 1.0; }
+  [[nodiscard]] PriceRate index_price_rate(const IndexBand&) const noexcept { return {0.0, 1.0}; }
+};
+
 /// Exact at and above the host level; below it, the host's answer.
 void check_index(const Allocation& state, const std::vector<std::int32_t>& priorities) {
   const Topology& topology = state.topology();
@@ -71,11 +115,98 @@ void check_index(const Allocation& state, const std::vector<std::int32_t>& prior
     for (const std::int32_t priority : priorities) {
       const Recount expected = recount(state, indexed, priority);
       CHECK(state.preemptible_device_entries_below(domain, priority) == expected.device_entries);
+      const std::vector<IndexBand> bands = recount_bands(state, indexed, priority);
+      std::size_t visited = 0;
+      state.for_each_index_band(domain, priority, [&](const IndexBand& band) {
+        REQUIRE(visited < bands.size());
+        const IndexBand& want = bands[visited++];
+        CHECK(band.priority == want.priority);
+        CHECK(band.least_lost_work_per_entry == want.least_lost_work_per_entry);
+        CHECK(band.least_model_gib_per_entry == want.least_model_gib_per_entry);
+        CHECK(band.most_entries_per_victim == want.most_entries_per_victim);
+      });
+      CHECK(visited == bands.size());
       for (std::size_t dim = 0; dim < expected.amounts.size(); ++dim) {
         CHECK(state.preemptible_below(domain, priority, dim) == expected.amounts[dim]);
       }
     }
   }
+}
+
+/// The least cost of any victim set (each eligible victim kept, evicted, or shrunk with its
+/// best-placed replicas dropped) that frees at least `need` device entries inside `target`.
+/// Freeing `need` entries there is necessary for `need` more idle devices, so no plan in
+/// `target` is cheaper: a relaxation of the domain's optimum, computed exactly (a
+/// multiple-choice knapsack over freed entries, sharing nothing with the index).
+template <class Model>
+double least_relaxed_cost(const Allocation& state, DomainId target, std::int32_t priority,
+                          std::int64_t need, const Model& model) {
+  const Topology& topology = state.topology();
+  const auto size = static_cast<std::size_t>(need) + 1;
+  std::vector<double> best(size, std::numeric_limits<double>::infinity());
+  best[0] = 0.0;
+  for (const WorkloadId id : state.workload_ids()) {
+    const Workload& victim = state.workload(id);
+    if (!victim.preemptible || victim.priority >= priority) continue;
+    std::vector<std::int64_t> per_replica;
+    for (const auto& replica : state.placement(id).replicas) {
+      std::int64_t inside = 0;
+      for (const auto& entry : replica.entries) {
+        inside +=
+            topology.is_device(entry.domain) && topology.contains(target, entry.domain) ? 1 : 0;
+      }
+      per_replica.push_back(inside);
+    }
+    std::sort(per_replica.rbegin(), per_replica.rend());
+    std::vector<std::pair<std::int64_t, double>> options;  // (entries freed, price)
+    std::int64_t total = 0;
+    for (const std::int64_t inside : per_replica) total += inside;
+    if (total == 0) continue;
+    options.emplace_back(total, static_cast<double>(model.evict(victim)));
+    std::int64_t dropped_entries = 0;
+    for (std::int32_t dropped = 1; dropped <= victim.shrinkable_replicas(); ++dropped) {
+      dropped_entries += per_replica[static_cast<std::size_t>(dropped) - 1];
+      options.emplace_back(dropped_entries, static_cast<double>(model.shrink(victim, dropped)));
+    }
+    std::vector<double> next = best;
+    for (std::size_t freed = 0; freed < size; ++freed) {
+      if (!std::isfinite(best[freed])) continue;
+      for (const auto& [entries, price] : options) {
+        const std::size_t reached = std::min(size - 1, freed + static_cast<std::size_t>(entries));
+        next[reached] = std::min(next[reached], best[freed] + price);
+      }
+    }
+    best = std::move(next);
+  }
+  return best[size - 1];
+}
+
+/// Checks `index_price_bound` of every target of every tier against `least_relaxed_cost`;
+/// returns how many targets got a bound above the declared price floor.
+template <class Model>
+std::size_t check_price_bounds(const Allocation& state, const Workload& preemptor,
+                               const Model& model) {
+  check_price_sum(state, preemptor, model);  // validates the declarations, as every solver does
+  const detail::PreemptionContext<Model> context(state, preemptor, model, nullptr);
+  const double floor = least_price_of(model);
+  const double grid = cost_grid_of(model);
+  std::size_t above_floor = 0;
+  for (const detail::Tier& tier : context.tiers()) {
+    for (const DomainId target : context.targets(tier)) {
+      const double bound = context.index_price_bound(tier, target, floor, grid);
+      CHECK(bound >= floor);
+      const std::int64_t demand =
+          static_cast<std::int64_t>(tier.demand.replicas) * tier.demand.whole_devices;
+      const std::int64_t need = demand - state.idle_devices(target);
+      if (need <= 0 || demand > state.topology().device_count(target)) continue;
+      const double least = least_relaxed_cost(state, target, preemptor.priority, need, model);
+      if (!std::isfinite(least)) continue;  // hopeless: no plan to bound
+      INFO(Model::name, " ", preemptor.label(), " target ", target.value, " needs ", need);
+      CHECK(bound <= least);
+      above_floor += bound > floor ? 1 : 0;
+    }
+  }
+  return above_floor;
 }
 
 TEST_SUITE("preemption_index") {
@@ -143,7 +274,8 @@ TEST_SUITE("preemption_index") {
     const GeneratedCluster cluster = generate_cluster(spec);
     const DomainId unknown{static_cast<std::uint32_t>(cluster.topology->size())};
     CHECK_THROWS_WITH_AS((void)cluster.state.preemptible_below(unknown, 0, 0),
-                         doctest::Contains(std::to_string(unknown.value).c_str()), std::out_of_range);
+                         doctest::Contains(std::to_string(unknown.value).c_str()),
+                         std::out_of_range);
   }
 
   TEST_CASE("a model whose prices undercut its declared least_price is rejected") {
@@ -157,6 +289,77 @@ TEST_SUITE("preemption_index") {
     const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
     CHECK_THROWS_WITH_AS((void)solvers::greedy.solve(cluster.state, preemptor, lying{}),
                          doctest::Contains("least_price"), std::invalid_argument);
+  }
+
+  TEST_CASE("the index price bound never exceeds a domain's optimum, under every priced model") {
+    using priced_sum = cost::weighted_sum<cost::lost_work, cost::reload_time>;
+    static_assert(IndexPricedModel<cost::lost_work> && IndexPricedModel<cost::reload_time>);
+    static_assert(IndexPricedModel<cost::priority_weighted> &&
+                  IndexPricedModel<cost::kubernetes_order>);
+    static_assert(IndexPricedModel<priced_sum> && !IndexPricedModel<cost::victim_count>);
+    static_assert(IndexPricedModel<cost::weighted_sum<cost::victim_count, cost::lost_work>>);
+    static_assert(!IndexPricedModel<cost::weighted_sum<cost::victim_count, cost::victim_count>>);
+    const std::array<PreemptorSpec, 6> kinds{{{PreemptorKind::numa, 1},
+                                              {PreemptorKind::numa, 4},
+                                              {PreemptorKind::nvlink_island, 4},
+                                              {PreemptorKind::socket, 4},
+                                              {PreemptorKind::node, 8},
+                                              {PreemptorKind::rack_gang, 16, 2}}};
+    const std::array<std::int32_t, 3> priorities{generated_priority::preemptor, 700, 400};
+    const std::array<double, 3> occupancies{0.6, 0.9, 1.0};
+    std::size_t instances = 0;
+    std::size_t above_floor = 0;
+    for (std::uint64_t seed = 1; seed <= 120; ++seed) {
+      ClusterSpec spec;
+      spec.nodes = 2 + seed % 2;
+      spec.nodes_per_rack = 2;
+      spec.seed = seed;
+      spec.elastic_fraction = 0.5;
+      spec.target_occupancy = occupancies[seed % occupancies.size()];
+      const GeneratedCluster cluster = generate_cluster(spec);
+      const Allocation& state = cluster.state;
+      const cost::kubernetes_order kubernetes = cost::kubernetes_order::of(state);
+      for (const PreemptorSpec& kind : kinds) {
+        PreemptorSpec with_priority = kind;
+        with_priority.priority = priorities[(seed + instances) % priorities.size()];
+        const Workload preemptor = make_preemptor(with_priority);
+        ++instances;
+        above_floor += check_price_bounds(state, preemptor, cost::lost_work{});
+        above_floor += check_price_bounds(state, preemptor, cost::lost_work{0.0});
+        above_floor += check_price_bounds(state, preemptor, cost::reload_time{});
+        above_floor += check_price_bounds(state, preemptor, cost::reload_time{0.5, 0.0});
+        above_floor += check_price_bounds(state, preemptor, cost::priority_weighted{});
+        above_floor += check_price_bounds(state, preemptor, cost::priority_weighted{2.5});
+        above_floor += check_price_bounds(state, preemptor, kubernetes);
+        above_floor += check_price_bounds(state, preemptor, cost::kubernetes_order::of(state, 2.0));
+        above_floor += check_price_bounds(state, preemptor, priced_sum{{}, {}, 1.0, 3.0});
+        above_floor += check_price_bounds(state, preemptor, priced_sum{{}, {}, 1.0 / 3600.0, 0.1});
+        above_floor += check_price_bounds(
+            state, preemptor,
+            cost::weighted_sum<cost::priority_weighted, cost::lost_work>{{}, {}, 1e-6, 1.0});
+        above_floor +=
+            check_price_bounds(state, preemptor,
+                               cost::weighted_sum<cost::kubernetes_order, cost::reload_time>{
+                                   kubernetes, {}, 1.0, 1.0});
+        above_floor += check_price_bounds(
+            state, preemptor,
+            cost::weighted_sum<cost::victim_count, cost::lost_work>{{}, {}, 1.0, 1.0});
+      }
+    }
+    CHECK(instances == 720);
+    // The bound is not the floor in disguise: it lifts many domains above it.
+    CHECK(above_floor > instances);
+  }
+
+  TEST_CASE("a model whose prices undercut its declared index_price_rate is rejected") {
+    static_assert(IndexPricedModel<undercut>);
+    ClusterSpec spec;
+    spec.nodes = 2;
+    const GeneratedCluster cluster = generate_cluster(spec);
+    const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
+    // Some victim holds 2+ devices: one action at 1 undercuts 1 per entry freed.
+    CHECK_THROWS_WITH_AS((void)solvers::greedy.solve(cluster.state, preemptor, undercut{}),
+                         doctest::Contains("index_price_rate"), std::invalid_argument);
   }
 
   /// The index path and the full scan agree on status and cost for `solver` and `model`; both
@@ -194,7 +397,7 @@ TEST_SUITE("preemption_index") {
   TEST_CASE("reading domains lazily by the index finds the full scan's costs and statuses") {
     const cost::weighted_sum<cost::lost_work, cost::reload_time> priced{};
     const cost::victim_count counted;
-    const cost::priority_weighted weighted;  // declares no floor: every feasible domain is read
+    const cost::priority_weighted weighted;  // declares no floor, an index price rate
     for (const std::uint64_t seed : {1U, 2U, 3U}) {
       ClusterSpec spec;
       spec.nodes = 24;
@@ -203,6 +406,11 @@ TEST_SUITE("preemption_index") {
       const GeneratedCluster cluster = generate_cluster(spec);
       spec.target_occupancy = 1.0;
       const GeneratedCluster saturated = generate_cluster(spec);
+      std::vector<std::int32_t> held;  // every priority either state holds
+      for (const Allocation* state : {&cluster.state, &saturated.state}) {
+        state->for_each_workload([&](const Workload& w) { held.push_back(w.priority); });
+      }
+      const cost::kubernetes_order kubernetes(held);
       const std::vector<std::pair<PreemptorSpec, const Allocation*>> cases{
           {{PreemptorKind::numa, 1}, &saturated.state},
           {{PreemptorKind::best_effort, 1}, &saturated.state},
@@ -226,6 +434,11 @@ TEST_SUITE("preemption_index") {
           compare_paths("branch_and_bound", exact, *state, preemptor, priced);
           compare_paths("branch_and_bound", exact, *state, preemptor, counted);
           compare_paths("branch_and_bound", exact, *state, preemptor, weighted);
+          compare_paths("greedy", solvers::detail::GreedySearch{}, *state, preemptor, weighted);
+          compare_paths("knapsack", solvers::detail::KnapsackSearch{}, *state, preemptor, weighted);
+          compare_paths("branch_and_bound", exact, *state, preemptor, kubernetes);
+          compare_paths("branch_and_bound", exact, *state, preemptor, cost::lost_work{});
+          compare_paths("branch_and_bound", exact, *state, preemptor, cost::reload_time{});
         }
       }
     }

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -43,6 +45,25 @@ struct WorkloadView {
   }
 };
 
+/// One priority band of the preemption index in one domain: what the preemptible workloads of
+/// one priority holding devices there have at the extreme, for price bounds that need no
+/// occupant read (see `Allocation::for_each_index_band` and `IndexPricedModel`). Each extreme
+/// is over the band's workloads that hold at least one device entry in the domain; a band
+/// none of whose workloads holds a device is not visited.
+struct IndexBand {
+  std::int32_t priority = 0;
+  /// Least `max(seconds_since_checkpoint, 0) x device_units_per_replica / device entries per
+  /// replica`: the least lost work (device-seconds) per device entry a victim frees. The most
+  /// recently checkpointed workload sets it.
+  double least_lost_work_per_entry = 0.0;
+  /// Least `max(model_size_gib, 0) / device entries per replica`: the least model size to
+  /// reload per device entry a victim frees.
+  double least_model_gib_per_entry = 0.0;
+  /// Most device entries one workload holds in all (replicas x entries per replica): no
+  /// single eviction or shrink frees more.
+  std::int64_t most_entries_per_victim = 0;
+};
+
 /// The cluster state over one `Topology`.
 ///
 /// Aggregates (used amount and idle device count of every domain) are maintained
@@ -58,8 +79,7 @@ struct WorkloadView {
 class Allocation {
  public:
   /// An empty cluster over `topology`.
-  explicit Allocation(std::shared_ptr<const Topology> topology)
-      : topology_(std::move(topology)) {
+  explicit Allocation(std::shared_ptr<const Topology> topology) : topology_(std::move(topology)) {
     if (!topology_) throw std::invalid_argument("Allocation needs a topology");
     const auto n = topology_->size();
     used_ = Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic>::Zero(
@@ -77,7 +97,8 @@ class Allocation {
     // NUMA nodes and sockets would multiply its size); slot = level offset + ordinal.
     holding_level_offset_.assign(static_cast<std::size_t>(topology_->host_level()) + 2, 0);
     for (LevelIndex level = 0; level <= topology_->host_level(); ++level) {
-      holding_level_offset_[level + 1U] = holding_level_offset_[level] + topology_->domains_at(level).size();
+      holding_level_offset_[level + 1U] =
+          holding_level_offset_[level] + topology_->domains_at(level).size();
     }
     holdings_.resize(holding_level_offset_.back());
     occupants_.resize(topology_->domains_at(topology_->host_level()).size());
@@ -141,8 +162,45 @@ class Allocation {
   /// preemptible workloads of priority strictly below `priority` in d's subtree; an upper
   /// bound on the devices their eviction can empty. Exact at and above the host level, the
   /// enclosing host's count below it (an upper bound). Same cost as `preemptible_below`.
-  [[nodiscard]] std::int64_t preemptible_device_entries_below(DomainId d, std::int32_t priority) const {
+  [[nodiscard]] std::int64_t preemptible_device_entries_below(DomainId d,
+                                                              std::int32_t priority) const {
     return holdings_sum(d, priority, holding_devices);
+  }
+  /// The preemption index's price extremes: calls `visit(const IndexBand&)` for each priority
+  /// band strictly below `priority` in d's subtree whose workloads hold device entries there,
+  /// ascending priority. Exact at and above the host level, the enclosing host's bands below it
+  /// (each extreme then over a superset of d's holders: still a valid bound). The extremes
+  /// depend on the state only, not on its history (removals recompute them from the host's
+  /// occupants and the children's bands). Cost: O(distinct priorities held there). Throws
+  /// `std::out_of_range` for an unknown `d`.
+  template <class Visitor>
+  void for_each_index_band(DomainId d, std::int32_t priority, Visitor&& visit) const {
+    (void)column(d);  // validates d
+    const auto& rows = holdings_[holding_slot(d)];
+    const std::size_t stride = holding_stride();
+    const std::size_t keys = holding_keys();
+    for (std::size_t row = 0; row < rows.size(); row += stride) {
+      if (rows[row + holding_priority] >= priority) break;
+      if (rows[row + keys + key_entries] == no_key) continue;  // no device holder in the band
+      IndexBand band;
+      band.priority = static_cast<std::int32_t>(rows[row + holding_priority]);
+      band.least_lost_work_per_entry = std::bit_cast<double>(rows[row + keys + key_lost_work]);
+      band.least_model_gib_per_entry = std::bit_cast<double>(rows[row + keys + key_model_gib]);
+      band.most_entries_per_victim = -rows[row + keys + key_entries];
+      visit(band);
+    }
+  }
+  /// The band `workload` alone would form (its own extremes; `most_entries_per_victim` 0 when
+  /// it holds no device): what `check_price_sum` checks a declared `IndexPricedModel` against.
+  [[nodiscard]] IndexBand index_band_of(const Workload& workload) const noexcept {
+    const BandKeys keys = band_keys(workload);
+    IndexBand band;
+    band.priority = workload.priority;
+    if (keys[key_entries] == no_key) return band;
+    band.least_lost_work_per_entry = std::bit_cast<double>(keys[key_lost_work]);
+    band.least_model_gib_per_entry = std::bit_cast<double>(keys[key_model_gib]);
+    band.most_entries_per_victim = -keys[key_entries];
+    return band;
   }
   /// Bytes of the preemption index alone (part of `memory_bytes`).
   [[nodiscard]] std::size_t index_memory_bytes() const noexcept {
@@ -157,7 +215,9 @@ class Allocation {
   /// Whether `id` is running.
   [[nodiscard]] bool contains(WorkloadId id) const noexcept { return index_.contains(id.value); }
   /// The running workload `id`; throws `std::out_of_range` naming it when unknown.
-  [[nodiscard]] const Workload& workload(WorkloadId id) const { return records_[slot_of(id)].workload; }
+  [[nodiscard]] const Workload& workload(WorkloadId id) const {
+    return records_[slot_of(id)].workload;
+  }
   /// Where `id` runs.
   [[nodiscard]] Placement placement(WorkloadId id) const {
     const Record& record = records_[slot_of(id)];
@@ -293,11 +353,15 @@ class Allocation {
     Record& record = records_[slot];
     const std::vector<DomainId> hosts = hosts_of(record);
     free_slots_.reserve(free_slots_.size() + 1);
+    const BandKeys gone = band_keys(record.workload);
+    const std::int32_t priority = record.workload.priority;
+    const bool indexed = record.workload.preemptible;
     apply(record, 0, record.domains.size(), -1);
     for (DomainId host : hosts) erase_occupant(host, id);
     record = Record{};
     index_.erase(id.value);
     free_slots_.push_back(slot);
+    refresh_bands(hosts, priority, indexed, gone);
   }
 
   /// Shrinks elastic workload `id` by dropping the replicas with the given indices (indices
@@ -312,6 +376,9 @@ class Allocation {
     const std::vector<DomainId> hosts_after = hosts_of(kept);
     const std::vector<DomainId> hosts_before = hosts_of(record);
     // No-throw from here on.
+    const BandKeys gone = band_keys(record.workload);
+    const std::int32_t priority = record.workload.priority;
+    const bool indexed = record.workload.preemptible;
     apply(record, 0, record.domains.size(), -1);
     apply(kept, 0, kept.domains.size(), +1);
     for (DomainId host : hosts_before) {
@@ -320,6 +387,7 @@ class Allocation {
       }
     }
     record = std::move(kept);
+    refresh_bands(hosts_before, priority, indexed, gone);
   }
 
   /// Amounts a pending batch releases on domains' own pools or devices.
@@ -341,7 +409,8 @@ class Allocation {
   /// the first mutation, so the cost is O(what changes), not a copy of the state. Throws what
   /// the sequence would throw: `std::out_of_range` for a victim that is not running (or is
   /// named twice), `std::invalid_argument` for a bad shrink or an invalid start.
-  void preempt_and_start(std::span<const VictimChange> victims, Workload workload, const Placement& placement) {
+  void preempt_and_start(std::span<const VictimChange> victims, Workload workload,
+                         const Placement& placement) {
     Released released;
     std::vector<PreparedVictim> prepared = prepare_victims(victims, released);
     check_addable(workload, placement, released);
@@ -373,6 +442,9 @@ class Allocation {
     for (std::size_t v = 0; v < victims.size(); ++v) {
       PreparedVictim& victim = prepared[v];
       Record& old = records_[victim.slot];
+      const BandKeys gone = band_keys(old.workload);
+      const std::int32_t priority = old.workload.priority;
+      const bool indexed = old.workload.preemptible;
       if (victims[v].evict) {
         apply(old, 0, old.domains.size(), -1);
         for (DomainId host : victim.hosts_before) erase_occupant(host, victims[v].id);
@@ -389,6 +461,7 @@ class Allocation {
         }
         old = std::move(victim.kept);
       }
+      refresh_bands(victim.hosts_before, priority, indexed, gone);
     }
     records_[slot] = std::move(record);
     apply(records_[slot], 0, records_[slot].domains.size(), +1);
@@ -436,10 +509,10 @@ class Allocation {
  private:
   struct Record {
     Workload workload;
-    std::vector<DomainId> domains;                            // one per placement entry
+    std::vector<DomainId> domains;                                  // one per placement entry
     Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> amounts;  // dims x entries
-    std::vector<std::uint32_t> replica_begin;                 // first entry of each replica
-    std::uint64_t fingerprint = 0;                            // content digest, for versions
+    std::vector<std::uint32_t> replica_begin;                       // first entry of each replica
+    std::uint64_t fingerprint = 0;                                  // content digest, for versions
     bool live = false;
   };
 
@@ -461,7 +534,9 @@ class Allocation {
       fold(fnv ^ text.size());
     };
     const auto fold_real = [&fold](double value) { fold(std::bit_cast<std::uint64_t>(value)); };
-    const auto fold_signed = [&fold](std::int64_t value) { fold(static_cast<std::uint64_t>(value)); };
+    const auto fold_signed = [&fold](std::int64_t value) {
+      fold(static_cast<std::uint64_t>(value));
+    };
     const Workload& w = record.workload;
     fold(w.id.value);
     fold_text(w.name);
@@ -526,14 +601,16 @@ class Allocation {
         // The sequence would meet a workload it already stopped (or renumbered): refuse it
         // as `remove` would refuse a workload that is no longer running.
         if (earlier.slot == slot) {
-          throw std::out_of_range("workload " + std::to_string(change.id.value) + " is named twice");
+          throw std::out_of_range("workload " + std::to_string(change.id.value) +
+                                  " is named twice");
         }
       }
       const Record& record = records_[slot];
       PreparedVictim victim{slot, hosts_of(record), {}, {}};
       if (change.evict) {
         for (std::size_t e = 0; e < record.domains.size(); ++e) {
-          released.emplace_back(record.domains[e], record.amounts.col(static_cast<Eigen::Index>(e)));
+          released.emplace_back(record.domains[e],
+                                record.amounts.col(static_cast<Eigen::Index>(e)));
         }
       } else {
         std::vector<bool> dropped;
@@ -542,7 +619,8 @@ class Allocation {
         for (std::size_t r = 0; r < dropped.size(); ++r) {
           if (!dropped[r]) continue;
           for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
-            released.emplace_back(record.domains[e], record.amounts.col(static_cast<Eigen::Index>(e)));
+            released.emplace_back(record.domains[e],
+                                  record.amounts.col(static_cast<Eigen::Index>(e)));
           }
         }
       }
@@ -571,7 +649,8 @@ class Allocation {
   }
   /// `record` without the replicas `replicas_to_drop` (checked as `shrink` documents);
   /// `dropped[r]` says which replicas went.
-  [[nodiscard]] static Record shrunk_record(const Record& record, std::span<const std::int32_t> replicas_to_drop,
+  [[nodiscard]] static Record shrunk_record(const Record& record,
+                                            std::span<const std::int32_t> replicas_to_drop,
                                             std::vector<bool>& dropped) {
     const Workload& workload = record.workload;
     if (!workload.min_replicas) {
@@ -615,7 +694,8 @@ class Allocation {
   }
 
   [[nodiscard]] static std::size_t replica_end(const Record& record, std::size_t r) {
-    return r + 1 < record.replica_begin.size() ? record.replica_begin[r + 1] : record.domains.size();
+    return r + 1 < record.replica_begin.size() ? record.replica_begin[r + 1]
+                                               : record.domains.size();
   }
   [[nodiscard]] Eigen::Index column(DomainId d) const {
     if (d.value >= topology_->size()) {
@@ -632,7 +712,8 @@ class Allocation {
   }
   [[nodiscard]] std::size_t host_ordinal(DomainId host) const {
     if (!topology_->valid_domain(host) || topology_->level(host) != topology_->host_level()) {
-      throw std::invalid_argument("domain id " + std::to_string(host.value) + " is not a host-level domain");
+      throw std::invalid_argument("domain id " + std::to_string(host.value) +
+                                  " is not a host-level domain");
     }
     return topology_->ordinal(host);
   }
@@ -667,6 +748,7 @@ class Allocation {
     // whether it arrived or left (so add-then-remove does not restore the old version).
     const std::uint64_t change = mix(record.fingerprint ^ (sign > 0 ? 0x2bULL : 0x2dULL));
     const bool indexed = record.workload.preemptible;
+    const BandKeys keys = band_keys(record.workload);
     for (std::size_t e = first; e < last; ++e) {
       const std::uint64_t entry_change = mix(change ^ e);
       const DomainId domain = record.domains[e];
@@ -690,21 +772,106 @@ class Allocation {
         std::uint64_t& version = versions_[at.value];
         version = mix(version ^ entry_change);
         if (indexed && topology_->level(at) <= topology_->host_level()) {
-          add_holding(at, record.workload.priority, topology_->is_device(domain), amount, sign);
+          add_holding(at, record.workload.priority, topology_->is_device(domain), amount, sign,
+                      keys);
         }
         if (at == Topology::root()) break;
       }
     }
   }
 
-  // The preemption index: per domain at or above the host level, rows [priority, device entries, amount per dim...] of
-  // what preemptible workloads hold, ascending priority, one row per priority present (a row
-  // is dropped when it empties, so the index depends on the state, not on its history).
+  // The preemption index: per domain at or above the host level, rows [priority, device entries,
+  // amount per dim...] of what preemptible workloads hold, ascending priority, one row per priority
+  // present (a row is dropped when it empties, so the index depends on the state, not on its
+  // history).
   static constexpr std::size_t holding_priority = 0;
   static constexpr std::size_t holding_devices = 1;
   static constexpr std::size_t holding_amounts = 2;
-  [[nodiscard]] std::size_t holding_stride() const noexcept {
+  // After the amounts, the band's price extremes (`IndexBand`), kept as minima of int64 so
+  // that a row stays one array: the two non-negative doubles by their bit patterns (which
+  // order as the values do), the most entries per victim negated. `no_key`: no device holder.
+  static constexpr std::size_t key_lost_work = 0;
+  static constexpr std::size_t key_model_gib = 1;
+  static constexpr std::size_t key_entries = 2;
+  static constexpr std::size_t key_count = 3;
+  static constexpr Amount no_key = std::numeric_limits<Amount>::max();
+  [[nodiscard]] std::size_t holding_keys() const noexcept {
     return holding_amounts + topology_->schema().size();
+  }
+  [[nodiscard]] std::size_t holding_stride() const noexcept { return holding_keys() + key_count; }
+  /// A workload's contribution to its band's extremes (all `no_key` when it holds no device).
+  using BandKeys = std::array<Amount, key_count>;
+  [[nodiscard]] BandKeys band_keys(const Workload& w) const noexcept {
+    BandKeys keys{no_key, no_key, no_key};
+    std::int64_t entries = w.demand.whole_devices;
+    if (entries == 0) {
+      const ResourceSchema& schema = topology_->schema();
+      for (Eigen::Index i = 0; i < w.demand.resources.size(); ++i) {
+        if (schema.is_device(static_cast<std::size_t>(i)) && w.demand.resources(i) > 0) entries = 1;
+      }
+    }
+    if (entries == 0) return keys;
+    // Not finite or negative inputs give 0, the weakest (always valid) extreme.
+    const auto key_of = [](double value) {
+      return std::bit_cast<Amount>(std::isfinite(value) && value > 0.0 ? value : 0.0);
+    };
+    const double lost = std::max(w.cost.seconds_since_checkpoint, 0.0) *
+                        (device_units_per_replica(w) / static_cast<double>(entries));
+    keys[key_lost_work] = key_of(lost);
+    keys[key_model_gib] =
+        key_of(std::max(w.cost.model_size_gib, 0.0) / static_cast<double>(entries));
+    keys[key_entries] = -static_cast<Amount>(w.replicas) * entries;
+    return keys;
+  }
+  static void fold_keys(Amount* into, const Amount* from) noexcept {
+    for (std::size_t k = 0; k < key_count; ++k) into[k] = std::min(into[k], from[k]);
+  }
+  /// After `gone` (a workload's keys before it left or shrank) left `hosts`: recomputes the
+  /// band extremes it may have set, bottom-up (a host's from its occupants, a domain above
+  /// from its children's bands), so that they depend on the state only. A band whose extremes
+  /// `gone` did not set is left alone: a removal cannot lower a minimum.
+  void refresh_bands(const std::vector<DomainId>& hosts, std::int32_t priority, bool indexed,
+                     const BandKeys& gone) noexcept {
+    if (!indexed || gone[key_entries] == no_key) return;
+    const std::size_t keys = holding_keys();
+    for (const DomainId host : hosts) {
+      for (DomainId at = host; at.valid(); at = topology_->parent(at)) {
+        auto& rows = holdings_[holding_slot(at)];
+        const std::size_t row = holding_row(rows, priority);
+        if (row < rows.size() && rows[row + holding_priority] == priority) {
+          Amount* band = rows.data() + row + keys;
+          bool set_by_gone = false;
+          for (std::size_t k = 0; k < key_count; ++k)
+            set_by_gone = set_by_gone || band[k] == gone[k];
+          if (set_by_gone) {
+            std::fill(band, band + key_count, no_key);
+            if (at == host) {
+              for (const std::uint32_t slot : occupant_slots_[host_ordinal(host)]) {
+                const Workload& w = records_[slot].workload;
+                if (!w.preemptible || w.priority != priority) continue;
+                const BandKeys held = band_keys(w);
+                fold_keys(band, held.data());
+              }
+            } else {
+              // Children walked by subtree ends: children() allocates, and this runs after
+              // the point of no return.
+              const DomainId end = topology_->subtree_end(at);
+              for (DomainId child{at.value + 1}; child.value < end.value;
+                   child = topology_->subtree_end(child)) {
+                if (topology_->level(child) > topology_->host_level()) continue;
+                const auto& child_rows = holdings_[holding_slot(child)];
+                const std::size_t child_row = holding_row(child_rows, priority);
+                if (child_row < child_rows.size() &&
+                    child_rows[child_row + holding_priority] == priority) {
+                  fold_keys(band, child_rows.data() + child_row + keys);
+                }
+              }
+            }
+          }
+        }
+        if (at == Topology::root()) break;
+      }
+    }
   }
   /// Index slot of d, or of its nearest ancestor at or above the host level (its host, where
   /// the branch has one) when d lies below it.
@@ -712,7 +879,8 @@ class Allocation {
     while (topology_->level(d) > topology_->host_level()) d = topology_->parent(d);
     return holding_level_offset_[topology_->level(d)] + topology_->ordinal(d);
   }
-  [[nodiscard]] std::int64_t holdings_sum(DomainId d, std::int32_t priority, std::size_t field) const {
+  [[nodiscard]] std::int64_t holdings_sum(DomainId d, std::int32_t priority,
+                                          std::size_t field) const {
     (void)column(d);  // validates d
     const auto& rows = holdings_[holding_slot(d)];
     const std::size_t stride = holding_stride();
@@ -724,7 +892,8 @@ class Allocation {
     return sum;
   }
   /// Row offset of `priority` in `rows`, or where it would be inserted.
-  [[nodiscard]] std::size_t holding_row(const std::vector<Amount>& rows, std::int32_t priority) const noexcept {
+  [[nodiscard]] std::size_t holding_row(const std::vector<Amount>& rows,
+                                        std::int32_t priority) const noexcept {
     const std::size_t stride = holding_stride();
     std::size_t row = 0;
     while (row < rows.size() && rows[row + holding_priority] < priority) row += stride;
@@ -749,23 +918,31 @@ class Allocation {
     }
   }
   template <class Column>
-  void add_holding(DomainId at, std::int32_t priority, bool device, const Column& amount, int sign) noexcept {
+  void add_holding(DomainId at, std::int32_t priority, bool device, const Column& amount, int sign,
+                   const BandKeys& keys) noexcept {
     auto& rows = holdings_[holding_slot(at)];
     const std::size_t stride = holding_stride();
+    const std::size_t key_offset = holding_keys();
     std::size_t row = holding_row(rows, priority);
     if (row == rows.size() || rows[row + holding_priority] != priority) {
       // Never reallocates: reserve_holdings made room (or the row was emptied just before).
       rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(row), stride, Amount{0});
       rows[row + holding_priority] = priority;
+      std::fill_n(rows.begin() + static_cast<std::ptrdiff_t>(row + key_offset), key_count, no_key);
     }
+    // An arrival can only lower the extremes; a departure's are recomputed by refresh_bands.
+    if (sign > 0) fold_keys(rows.data() + row + key_offset, keys.data());
     rows[row + holding_devices] += device ? sign : 0;
     bool empty = rows[row + holding_devices] == 0;
-    for (std::size_t i = 0; i < stride - holding_amounts; ++i) {
+    for (std::size_t i = 0; i < key_offset - holding_amounts; ++i) {
       Amount& held = rows[row + holding_amounts + i];
-      held += sign > 0 ? amount(static_cast<Eigen::Index>(i)) : -amount(static_cast<Eigen::Index>(i));
+      held +=
+          sign > 0 ? amount(static_cast<Eigen::Index>(i)) : -amount(static_cast<Eigen::Index>(i));
       empty = empty && held == 0;
     }
-    if (empty) rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(row), rows.begin() + static_cast<std::ptrdiff_t>(row + stride));
+    if (empty)
+      rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(row),
+                 rows.begin() + static_cast<std::ptrdiff_t>(row + stride));
   }
 
   /// Local used amount (the domain's own pools/device, excluding children).
@@ -775,7 +952,8 @@ class Allocation {
     return local;
   }
 
-  void check_addable(const Workload& workload, const Placement& placement, const Released& released = {}) const;
+  void check_addable(const Workload& workload, const Placement& placement,
+                     const Released& released = {}) const;
 
   std::shared_ptr<const Topology> topology_;
   Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> used_;  // dims x domains, aggregated
@@ -787,12 +965,12 @@ class Allocation {
     std::uint64_t root_before = 0;
     DomainId domain;
   };
-  std::vector<ChangeLogEntry> change_log_;                      // ring: entry i at i % size()
-  std::uint64_t change_count_ = 0;                              // entries ever logged
-  std::vector<std::vector<Amount>> holdings_;                   // per indexed domain (holding_slot)
-  std::vector<std::size_t> holding_level_offset_;               // first slot of each level <= host
-  std::vector<std::vector<WorkloadId>> occupants_;              // per host ordinal
-  std::vector<std::vector<std::uint32_t>> occupant_slots_;      // parallel: record slots
+  std::vector<ChangeLogEntry> change_log_;                  // ring: entry i at i % size()
+  std::uint64_t change_count_ = 0;                          // entries ever logged
+  std::vector<std::vector<Amount>> holdings_;               // per indexed domain (holding_slot)
+  std::vector<std::size_t> holding_level_offset_;           // first slot of each level <= host
+  std::vector<std::vector<WorkloadId>> occupants_;          // per host ordinal
+  std::vector<std::vector<std::uint32_t>> occupant_slots_;  // parallel: record slots
   std::vector<Record> records_;
   std::vector<std::uint32_t> free_slots_;
   std::unordered_map<std::uint64_t, std::uint32_t> index_;
@@ -879,7 +1057,8 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
         } else if (share && entry.amount == demand.cwiseProduct(device_mask(schema))) {
           ++shares;
         } else {
-          throw std::invalid_argument(at() + ": a device entry must be the whole device or exactly "
+          throw std::invalid_argument(at() +
+                                      ": a device entry must be the whole device or exactly "
                                       "the replica's share");
         }
       } else if (!checked_accumulate(pooled_sum, entry.amount)) {
@@ -893,10 +1072,12 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
                           [&](const auto& item) { return item.first == entry.domain; });
       } else {
         if (added_index.empty()) {
-          for (std::size_t k = 0; k < added.size(); ++k) added_index.emplace(added[k].first.value, k);
+          for (std::size_t k = 0; k < added.size(); ++k)
+            added_index.emplace(added[k].first.value, k);
         }
         const auto known = added_index.find(entry.domain.value);
-        if (known != added_index.end()) it = added.begin() + static_cast<std::ptrdiff_t>(known->second);
+        if (known != added_index.end())
+          it = added.begin() + static_cast<std::ptrdiff_t>(known->second);
       }
       if (it == added.end()) {
         if (!added_index.empty()) added_index.emplace(entry.domain.value, added.size());
@@ -906,16 +1087,15 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
       }
     }
     if (whole != workload.demand.whole_devices || shares != (share ? 1 : 0)) {
-      throw std::invalid_argument(where() + " holds " + std::to_string(whole) + " whole devices and " +
-                                  std::to_string(shares) + " shares, it needs " +
-                                  std::to_string(workload.demand.whole_devices) + " and " +
-                                  (share ? "1" : "0"));
+      throw std::invalid_argument(
+          where() + " holds " + std::to_string(whole) + " whole devices and " +
+          std::to_string(shares) + " shares, it needs " +
+          std::to_string(workload.demand.whole_devices) + " and " + (share ? "1" : "0"));
     }
     if (pooled_sum != demand.cwiseProduct(ResourceVector::Ones(dims) - device_mask(schema))) {
-      throw std::invalid_argument(where() + " holds pooled " + schema.format(pooled_sum) +
-                                  " but needs " +
-                                  schema.format(demand.cwiseProduct(ResourceVector::Ones(dims) -
-                                                                    device_mask(schema))));
+      throw std::invalid_argument(
+          where() + " holds pooled " + schema.format(pooled_sum) + " but needs " +
+          schema.format(demand.cwiseProduct(ResourceVector::Ones(dims) - device_mask(schema))));
     }
     if (entries.empty()) continue;
     // Pools that enclose the replica's devices serve it without widening its scope.
@@ -962,7 +1142,8 @@ inline void Allocation::check_addable(const Workload& workload, const Placement&
     }
     if (!all_less_equal(amount, room)) {
       throw std::invalid_argument(workload.label() + " over-commits " + topology.describe(domain) +
-                                  ": asks " + schema.format(amount) + ", free " + schema.format(room));
+                                  ": asks " + schema.format(amount) + ", free " +
+                                  schema.format(room));
     }
   }
 }

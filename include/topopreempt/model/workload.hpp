@@ -57,11 +57,11 @@ struct ReplicaDemand {
 
 /// Inputs of the cost models; all optional (zero means unknown / none).
 struct CostInputs {
-  double start_time_s = 0.0;                ///< when the workload started (seconds, any epoch)
-  double seconds_since_checkpoint = 0.0;    ///< progress lost if evicted now
-  std::string model_id{};                   ///< model held in GPU memory (for reload cost)
-  double model_size_gib = 0.0;              ///< its size
-  double extra_cost = 0.0;                  ///< user-supplied additive cost (e.g. SLO penalty)
+  double start_time_s = 0.0;              ///< when the workload started (seconds, any epoch)
+  double seconds_since_checkpoint = 0.0;  ///< progress lost if evicted now
+  std::string model_id{};                 ///< model held in GPU memory (for reload cost)
+  double model_size_gib = 0.0;            ///< its size
+  double extra_cost = 0.0;                ///< user-supplied additive cost (e.g. SLO penalty)
 };
 
 /// A job: a gang of `replicas` identical replicas. Preempting it frees every replica; an
@@ -98,6 +98,17 @@ struct Workload {
   }
 };
 
+/// Devices one replica of `workload` occupies as cost models count them: its whole devices, or
+/// for a share the fraction of one device (`gpu_milli`, dimension 0 of the standard schema,
+/// over 1000; 1 for other schemas). `cost::lost_work` prices by it, and the preemption index
+/// keeps the least lost work per device entry by it, so the two cannot drift apart.
+[[nodiscard]] inline double device_units_per_replica(const Workload& workload) noexcept {
+  if (workload.demand.whole_devices > 0) return workload.demand.whole_devices;
+  return workload.demand.resources.size() > 0
+             ? static_cast<double>(workload.demand.resources(0)) / 1000.0
+             : 1.0;
+}
+
 /// Throws `std::invalid_argument` naming the workload and the field if `workload` is not valid
 /// against `topology`: replicas >= 1, 1 <= min_replicas <= replicas, whole_devices >= 0,
 /// resources sized to the schema and non-negative, device dimensions zero when whole devices are
@@ -108,7 +119,8 @@ inline void validate(const Workload& workload, const Topology& topology) {
   const auto fail = [&](const std::string& what) {
     throw std::invalid_argument(workload.label() + ": " + what);
   };
-  if (workload.replicas < 1) fail("replicas must be >= 1, got " + std::to_string(workload.replicas));
+  if (workload.replicas < 1)
+    fail("replicas must be >= 1, got " + std::to_string(workload.replicas));
   // A running workload keeps at least one replica: shrinking to none is an eviction, priced
   // and reported as one, so an elastic floor of 0 is rejected here rather than at shrink time.
   if (workload.min_replicas &&
@@ -122,8 +134,8 @@ inline void validate(const Workload& workload, const Topology& topology) {
   const ResourceSchema& schema = topology.schema();
   if (demand.resources.size() != 0 &&
       static_cast<std::size_t>(demand.resources.size()) != schema.size()) {
-    fail("demand has " + std::to_string(demand.resources.size()) + " resource entries, the schema " +
-         std::to_string(schema.size()));
+    fail("demand has " + std::to_string(demand.resources.size()) +
+         " resource entries, the schema " + std::to_string(schema.size()));
   }
   for (Eigen::Index i = 0; i < demand.resources.size(); ++i) {
     const auto dim = static_cast<std::size_t>(i);

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <concepts>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -54,6 +54,38 @@ concept UniformPriceModel = PriceFloorModel<Model> && requires(const Model& mode
   { model.uniform_price() } -> std::convertible_to<double>;
 };
 
+/// A lower bound on the price of any action (an eviction, or a shrink) on a victim of one
+/// `IndexBand`: at least `per_victim + per_device_entry x` the device entries the action frees.
+struct PriceRate {
+  double per_victim = 0.0;
+  double per_device_entry = 0.0;
+};
+
+/// Optional declaration that lets solvers bound a domain's cost by its device deficit without
+/// reading its occupants: `index_price_rate(band)` is a `PriceRate` no action on any victim of
+/// `band` undercuts (both parts >= 0). A plan that frees N device entries in a domain then costs
+/// at least `least per_victim + N x least per_device_entry` over the domain's bands (one victim
+/// at least, N entries at least), whatever the victims; solvers take domains in that bound's
+/// order and leave those whose bound cannot win unread (see docs/costs.md). `check_price_sum`
+/// checks the declaration against every eligible victim's prices and rejects a model that
+/// breaks it. Declared by `lost_work`, `reload_time`, `priority_weighted`, `kubernetes_order`
+/// and `weighted_sum` (when a part declares it); a model that declares nothing keeps the
+/// declared price floor alone.
+template <class Model>
+concept IndexPricedModel = CostModel<Model> && requires(const Model& model, const IndexBand& band) {
+  { model.index_price_rate(band) } -> std::same_as<PriceRate>;
+};
+
+/// The declared `index_price_rate` of `model` for `band`, or {0, 0} when it declares none.
+template <CostModel Model>
+[[nodiscard]] PriceRate index_price_rate_of(const Model& model, const IndexBand& band) {
+  if constexpr (IndexPricedModel<Model>) {
+    return model.index_price_rate(band);
+  } else {
+    return {};
+  }
+}
+
 /// The declared price floor of `model`, or 0 when it declares none.
 template <CostModel Model>
 [[nodiscard]] double least_price_of(const Model& model) {
@@ -65,9 +97,9 @@ template <CostModel Model>
 }
 
 /// Optional declaration that every price the model returns is a whole multiple of
-/// `cost_grid()` (a power of two; 1 for integer-valued models), or that it declares none (0). With a grid,
-/// solvers compute every cost exactly: `check_price_sum` verifies each eligible victim's prices
-/// against the grid and that they sum to at most 2^53 grid steps, so every sum of prices any
+/// `cost_grid()` (a power of two; 1 for integer-valued models), or that it declares none (0). With
+/// a grid, solvers compute every cost exactly: `check_price_sum` verifies each eligible victim's
+/// prices against the grid and that they sum to at most 2^53 grid steps, so every sum of prices any
 /// solver forms (in any order) is exact in double, comparisons are exact, and a fractional lower
 /// bound may be rounded up to the next grid step (see docs/costs.md).
 template <class Model>
@@ -93,7 +125,8 @@ using PricedActions = std::vector<std::pair<const Workload*, std::int32_t>>;
 /// 2147483648 + priority sum 3") where the bare number would hide them; plan explanations
 /// print it next to the cost.
 template <class Model>
-concept DescribedCostModel = CostModel<Model> && requires(const Model& model, const PricedActions& actions) {
+concept DescribedCostModel = CostModel<Model> &&
+    requires(const Model& model, const PricedActions& actions) {
   { model.describe_cost(actions) } -> std::convertible_to<std::string>;
 };
 
@@ -140,6 +173,14 @@ struct priority_weighted {
   }
   /// 1 (integer prices) when the offset is a whole number below 2^52, else none.
   [[nodiscard]] double cost_grid() const noexcept { return whole_offset() ? 1.0 : 0.0; }
+  /// An eviction costs `priority + offset` and frees at most the gang's device entries; a
+  /// shrink pays the same share of it per dropped replica: at least `(priority + offset) /
+  /// most entries per victim` per entry freed.
+  [[nodiscard]] PriceRate index_price_rate(const IndexBand& band) const noexcept {
+    const double whole = static_cast<double>(band.priority) + offset;
+    if (!(whole > 0.0) || band.most_entries_per_victim <= 0) return {};
+    return {0.0, whole / static_cast<double>(band.most_entries_per_victim)};
+  }
   /// "2 victims x 2147483648 + priority sum 3" for a plan whose victims are `evicted` (with
   /// their dropped-replica counts for shrinks; 0 means evicted).
   template <class Range>
@@ -147,7 +188,8 @@ struct priority_weighted {
     double weight = 0.0;
     double priorities = 0.0;
     for (const auto& [victim, dropped] : actions) {
-      const double share = dropped == 0 ? 1.0 : static_cast<double>(dropped) / std::max(victim->replicas, 1);
+      const double share =
+          dropped == 0 ? 1.0 : static_cast<double>(dropped) / std::max(victim->replicas, 1);
       weight += share;
       priorities += share * victim->priority;
     }
@@ -157,7 +199,8 @@ struct priority_weighted {
       }
       return std::to_string(value);
     };
-    return number(weight) + " victim(s) x " + number(offset) + " + priority sum " + number(priorities);
+    return number(weight) + " victim(s) x " + number(offset) + " + priority sum " +
+           number(priorities);
   }
 
  private:
@@ -185,11 +228,11 @@ class kubernetes_order {
   /// `priorities`: every priority a victim may have (e.g. each running workload's priority,
   /// duplicates included: they size the default radix). `base`: 0 for the exact mixed radix,
   /// else a whole number >= 2.
-  explicit kubernetes_order(std::vector<std::int32_t> priorities, double base = 0.0)
-      : base_(base) {
+  explicit kubernetes_order(std::vector<std::int32_t> priorities, double base = 0.0) : base_(base) {
     if (!(base_ == 0.0 || (base_ >= 2.0 && base_ == std::floor(base_)))) {
-      throw std::invalid_argument("kubernetes_order: base must be 0 (exact mixed radix) or a whole number >= 2, not " +
-                                  std::to_string(base_));
+      throw std::invalid_argument(
+          "kubernetes_order: base must be 0 (exact mixed radix) or a whole number >= 2, not " +
+          std::to_string(base_));
     }
     std::sort(priorities.begin(), priorities.end());
     double weight = 1.0;
@@ -197,8 +240,10 @@ class kubernetes_order {
       std::size_t j = i;
       while (j < priorities.size() && priorities[j] == priorities[i]) ++j;
       if (weight > exact_grid_steps) {
-        throw std::invalid_argument("kubernetes_order: the weight of priority " + std::to_string(priorities[i]) +
-                                    " passes 2^53, where costs would no longer be exact; use fewer priorities or a smaller base");
+        throw std::invalid_argument("kubernetes_order: the weight of priority " +
+                                    std::to_string(priorities[i]) +
+                                    " passes 2^53, where costs would no longer be exact; use fewer "
+                                    "priorities or a smaller base");
       }
       priorities_.push_back(priorities[i]);
       weights_.push_back(weight);
@@ -224,6 +269,17 @@ class kubernetes_order {
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t) const { return evict(victim); }
   /// The lowest rank costs 1.
   [[nodiscard]] double least_price() const noexcept { return 1.0; }
+  /// Every action on a victim costs its rank's weight and frees at most the gang's device
+  /// entries. The weight is that of the highest registered priority at or below the band's
+  /// (weights grow with rank; an unregistered priority is rejected when priced anyway).
+  [[nodiscard]] PriceRate index_price_rate(const IndexBand& band) const noexcept {
+    if (band.most_entries_per_victim <= 0) return {};
+    const auto it = std::upper_bound(priorities_.begin(), priorities_.end(), band.priority);
+    const double weight = it == priorities_.begin()
+                              ? 1.0
+                              : weights_[static_cast<std::size_t>(it - priorities_.begin()) - 1];
+    return {0.0, weight / static_cast<double>(band.most_entries_per_victim)};
+  }
   /// Integer-valued: costs are exact.
   [[nodiscard]] double cost_grid() const noexcept { return 1.0; }
   /// "priority 5: 1, priority 2: 3" (victims per priority, highest first), the order
@@ -237,8 +293,8 @@ class kubernetes_order {
     for (std::size_t i = 0; i < seen.size();) {
       std::size_t j = i;
       while (j < seen.size() && seen[j] == seen[i]) ++j;
-      text += (text.empty() ? "" : ", ") + std::string("priority ") + std::to_string(seen[i]) + ": " +
-              std::to_string(j - i);
+      text += (text.empty() ? "" : ", ") + std::string("priority ") + std::to_string(seen[i]) +
+              ": " + std::to_string(j - i);
       i = j;
     }
     return "victims per priority, highest first: " + (text.empty() ? std::string("none") : text);
@@ -256,22 +312,27 @@ class kubernetes_order {
 struct lost_work {
   static constexpr std::string_view name = "lost_work";
   double floor = 1.0;
+  /// Whole devices per replica, or a share's fraction of one (`device_units_per_replica`).
   [[nodiscard]] static double gpus_per_replica(const Workload& victim) noexcept {
-    if (victim.demand.whole_devices > 0) return victim.demand.whole_devices;
-    // A share: gpu_milli is dimension 0 of the standard schema; other schemas count 1 device.
-    return victim.demand.resources.size() > 0 ? static_cast<double>(victim.demand.resources(0)) / 1000.0
-                                              : 1.0;
+    return device_units_per_replica(victim);
   }
   [[nodiscard]] double evict(const Workload& victim) const noexcept {
     return floor + gpus_per_replica(victim) * victim.replicas *
                        std::max(victim.cost.seconds_since_checkpoint, 0.0);
   }
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
-    return floor + gpus_per_replica(victim) * dropped *
-                       std::max(victim.cost.seconds_since_checkpoint, 0.0);
+    return floor +
+           gpus_per_replica(victim) * dropped * std::max(victim.cost.seconds_since_checkpoint, 0.0);
   }
   /// Lost work is never negative: `floor` per victim.
   [[nodiscard]] double least_price() const noexcept { return std::max(floor, 0.0); }
+  /// `floor` per victim plus the band's least lost work per device entry for each entry freed
+  /// (an action dropping k replicas frees at most k x entries per replica and loses k x
+  /// devices per replica x seconds since checkpoint). Nothing with a negative floor.
+  [[nodiscard]] PriceRate index_price_rate(const IndexBand& band) const noexcept {
+    if (!(floor >= 0.0)) return {};
+    return {floor, band.least_lost_work_per_entry};
+  }
 };
 
 /// Model reload cost (Compass): seconds to load the victim's model back into GPU memory,
@@ -281,7 +342,8 @@ struct reload_time {
   double bandwidth_gib_per_s = 2.0;
   double floor = 1.0;
   [[nodiscard]] double evict(const Workload& victim) const noexcept {
-    return floor + victim.replicas * std::max(victim.cost.model_size_gib, 0.0) / bandwidth_gib_per_s;
+    return floor +
+           victim.replicas * std::max(victim.cost.model_size_gib, 0.0) / bandwidth_gib_per_s;
   }
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
     return floor + dropped * std::max(victim.cost.model_size_gib, 0.0) / bandwidth_gib_per_s;
@@ -289,6 +351,12 @@ struct reload_time {
   /// `floor` per victim (the reload time is >= 0 for a positive bandwidth, else no floor).
   [[nodiscard]] double least_price() const noexcept {
     return bandwidth_gib_per_s > 0.0 ? std::max(floor, 0.0) : 0.0;
+  }
+  /// `floor` per victim plus the band's least model size per device entry over the bandwidth
+  /// for each entry freed. Nothing with a negative floor or a bandwidth that is not positive.
+  [[nodiscard]] PriceRate index_price_rate(const IndexBand& band) const noexcept {
+    if (!(floor >= 0.0) || !(bandwidth_gib_per_s > 0.0)) return {};
+    return {floor, band.least_model_gib_per_entry / bandwidth_gib_per_s};
   }
 };
 
@@ -304,14 +372,24 @@ struct weighted_sum {
     return first_weight * first.evict(victim) + second_weight * second.evict(victim);
   }
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const {
-    return first_weight * first.shrink(victim, dropped) + second_weight * second.shrink(victim, dropped);
+    return first_weight * first.shrink(victim, dropped) +
+           second_weight * second.shrink(victim, dropped);
   }
   /// Declared when both parts declare one and both weights are >= 0.
-  [[nodiscard]] double least_price() const
-    requires PriceFloorModel<First> && PriceFloorModel<Second>
-  {
+  [[nodiscard]] double least_price() const requires PriceFloorModel<First> &&
+      PriceFloorModel<Second> {
     if (!(first_weight >= 0.0) || !(second_weight >= 0.0)) return 0.0;
     return first_weight * first.least_price() + second_weight * second.least_price();
+  }
+  /// The weighted sum of the parts' rates (a part that declares none counts 0: its prices are
+  /// >= 0). Declared when either part declares one; nothing with a negative weight.
+  [[nodiscard]] PriceRate index_price_rate(const IndexBand& band) const requires
+      IndexPricedModel<First> || IndexPricedModel<Second> {
+    if (!(first_weight >= 0.0) || !(second_weight >= 0.0)) return {};
+    const PriceRate a = index_price_rate_of(first, band);
+    const PriceRate b = index_price_rate_of(second, band);
+    return {first_weight * a.per_victim + second_weight * b.per_victim,
+            first_weight * a.per_device_entry + second_weight * b.per_device_entry};
   }
 };
 
@@ -319,7 +397,8 @@ struct weighted_sum {
 
 /// Checks a model's answer: finite and non-negative, else `std::invalid_argument` naming the
 /// model and the victim (solvers call this; a bad price must not produce a silent plan).
-[[nodiscard]] inline double checked_cost(double value, std::string_view model, const Workload& victim) {
+[[nodiscard]] inline double checked_cost(double value, std::string_view model,
+                                         const Workload& victim) {
   if (!std::isfinite(value) || value < 0.0) {
     throw std::invalid_argument("cost model '" + std::string(model) + "' priced " + victim.label() +
                                 " at " + std::to_string(value) + "; costs must be finite and >= 0");
@@ -336,21 +415,24 @@ template <CostModel Model>
 double checked_price_declarations(const Model& model) {
   const double floor = least_price_of(model);
   if (!std::isfinite(floor) || floor < 0.0) {
-    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' declares least_price() " +
-                                std::to_string(floor) + "; it must be finite and >= 0");
+    throw std::invalid_argument("cost model '" + std::string(Model::name) +
+                                "' declares least_price() " + std::to_string(floor) +
+                                "; it must be finite and >= 0");
   }
   const double grid = cost_grid_of(model);
   // A power of two: bound / grid and k x grid are then exact in double.
   int exponent = 0;
   if (!std::isfinite(grid) || grid < 0.0 || (grid > 0.0 && std::frexp(grid, &exponent) != 0.5)) {
-    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' declares cost_grid() " +
-                                std::to_string(grid) + "; it must be 0 (none) or a power of two");
+    throw std::invalid_argument("cost model '" + std::string(Model::name) +
+                                "' declares cost_grid() " + std::to_string(grid) +
+                                "; it must be 0 (none) or a power of two");
   }
   if constexpr (UniformPriceModel<Model>) {
     const auto uniform = static_cast<double>(model.uniform_price());
     if (!std::isfinite(uniform) || uniform < floor) {
-      throw std::invalid_argument("cost model '" + std::string(Model::name) + "' declares uniform_price() " +
-                                  std::to_string(uniform) + "; it must be finite and >= least_price() " +
+      throw std::invalid_argument("cost model '" + std::string(Model::name) +
+                                  "' declares uniform_price() " + std::to_string(uniform) +
+                                  "; it must be finite and >= least_price() " +
                                   std::to_string(floor));
     }
   }
@@ -364,7 +446,8 @@ double checked_dearest_price(const Model& model, const Workload& victim, double 
   double dearest = checked_cost(static_cast<double>(model.evict(victim)), Model::name, victim);
   double cheapest = dearest;
   for (std::int32_t dropped = 1; dropped <= victim.shrinkable_replicas(); ++dropped) {
-    const double price = checked_cost(static_cast<double>(model.shrink(victim, dropped)), Model::name, victim);
+    const double price =
+        checked_cost(static_cast<double>(model.shrink(victim, dropped)), Model::name, victim);
     dearest = std::max(dearest, price);
     cheapest = std::min(cheapest, price);
   }
@@ -376,8 +459,9 @@ double checked_dearest_price(const Model& model, const Workload& victim, double 
         const double price = dropped == 0 ? static_cast<double>(model.evict(victim))
                                           : static_cast<double>(model.shrink(victim, dropped));
         if (std::fmod(price, grid) != 0.0) {
-          throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " + victim.label() +
-                                      " at " + std::to_string(price) + ", not a multiple of its declared cost_grid() " +
+          throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " +
+                                      victim.label() + " at " + std::to_string(price) +
+                                      ", not a multiple of its declared cost_grid() " +
                                       std::to_string(grid));
         }
       }
@@ -385,20 +469,56 @@ double checked_dearest_price(const Model& model, const Workload& victim, double 
   }
   // A declared floor lets solvers prune domains unread: a price below it would make plans wrong.
   if (cheapest < floor) {
-    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " + victim.label() +
-                                " at " + std::to_string(cheapest) + ", below its declared least_price() " +
-                                std::to_string(floor));
+    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " +
+                                victim.label() + " at " + std::to_string(cheapest) +
+                                ", below its declared least_price() " + std::to_string(floor));
   }
   return dearest;
+}
+
+/// Checks a declared `index_price_rate` against one eligible victim: both parts finite and
+/// >= 0, and no action on the victim cheaper than the rate of the band it alone forms (`band`)
+/// says for the device entries that action frees. Throws `std::invalid_argument` naming the
+/// model and the victim otherwise: solvers leave domains unread on this declaration.
+template <CostModel Model>
+void check_index_price_rate(const Model& model, const Workload& victim, const IndexBand& band) {
+  if constexpr (IndexPricedModel<Model>) {
+    const PriceRate rate = model.index_price_rate(band);
+    if (!std::isfinite(rate.per_victim) || rate.per_victim < 0.0 ||
+        !std::isfinite(rate.per_device_entry) || rate.per_device_entry < 0.0) {
+      throw std::invalid_argument(
+          "cost model '" + std::string(Model::name) + "' declares index_price_rate {" +
+          std::to_string(rate.per_victim) + ", " + std::to_string(rate.per_device_entry) +
+          "} for " + victim.label() + "; both parts must be finite and >= 0");
+    }
+    if (band.most_entries_per_victim <= 0) return;
+    const std::int64_t per_replica = band.most_entries_per_victim / std::max(victim.replicas, 1);
+    for (std::int32_t dropped = 0; dropped <= victim.shrinkable_replicas(); ++dropped) {
+      const double price = dropped == 0 ? static_cast<double>(model.evict(victim))
+                                        : static_cast<double>(model.shrink(victim, dropped));
+      const auto entries =
+          static_cast<double>((dropped == 0 ? victim.replicas : dropped) * per_replica);
+      // Lowered by a few units of roundoff: the model computes its price in its own order.
+      const double declared = rate.per_victim + rate.per_device_entry * entries;
+      if (price < declared - declared * 0x1p-49) {
+        throw std::invalid_argument(
+            "cost model '" + std::string(Model::name) + "' prices " + victim.label() + " at " +
+            std::to_string(price) + ", below its declared index_price_rate (" +
+            std::to_string(declared) + " for " + std::to_string(entries) + " device entries)");
+      }
+    }
+  }
 }
 
 /// The error `check_price_sum` raises when the prices of a model with a cost grid sum past
 /// 2^53 grid steps, where sums of its prices would start to round.
 template <CostModel Model>
 [[noreturn]] void throw_inexact_price_sum(const Workload& preemptor, double total, double grid) {
-  throw std::invalid_argument("cost model '" + std::string(Model::name) + "': the prices of the victims " +
-                              preemptor.label() + " may preempt sum to " + std::to_string(total) + ", past 2^53 x its cost grid " +
-                              std::to_string(grid) + "; costs would no longer be exact: rescale the model");
+  throw std::invalid_argument("cost model '" + std::string(Model::name) +
+                              "': the prices of the victims " + preemptor.label() +
+                              " may preempt sum to " + std::to_string(total) +
+                              ", past 2^53 x its cost grid " + std::to_string(grid) +
+                              "; costs would no longer be exact: rescale the model");
 }
 
 /// Whether `total` (a sum of prices on `grid`) passes the range where sums are exact.
@@ -433,16 +553,20 @@ void check_price_sum(const Allocation& state, const Workload& preemptor, const M
   const double floor = detail::checked_price_declarations(model);
   const double grid = cost_grid_of(model);
   if constexpr (UniformPriceModel<Model>) {
-    const double most = static_cast<double>(model.uniform_price()) * static_cast<double>(state.size());
+    const double most =
+        static_cast<double>(model.uniform_price()) * static_cast<double>(state.size());
     if (std::isfinite(most) && !detail::past_exact_range(most, grid)) return;
   }
   double total = 0.0;
   state.for_each_workload([&](const Workload& victim) {
     if (!victim.preemptible || victim.priority >= preemptor.priority) return;
     total += detail::checked_dearest_price(model, victim, floor);
+    if constexpr (IndexPricedModel<Model>)
+      detail::check_index_price_rate(model, victim, state.index_band_of(victim));
   });
   if (!std::isfinite(total)) detail::throw_price_sum_overflow<Model>(preemptor);
-  if (detail::past_exact_range(total, grid)) detail::throw_inexact_price_sum<Model>(preemptor, total, grid);
+  if (detail::past_exact_range(total, grid))
+    detail::throw_inexact_price_sum<Model>(preemptor, total, grid);
 }
 
 }  // namespace topopreempt

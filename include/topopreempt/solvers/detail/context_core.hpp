@@ -192,6 +192,14 @@ class PreemptionContext {
                                                                 const Tier& tier, DomainId target,
                                                                 ScanCache* cache) const;
 
+  /// The preemption index's lower bound on any plan in `target` (never read): at least
+  /// `floor` (the declared price floor), and for an `IndexPricedModel` whose tier needs whole
+  /// devices, `least per_victim + deficit x least per_device_entry` over the eligible bands of
+  /// the target (each newly idle device needs one freed entry), lowered by its rounding and
+  /// rounded up to the model's grid `grid`. O(bands held in the target).
+  [[nodiscard]] double index_price_bound(const Tier& tier, DomainId target, double floor,
+                                         double grid) const;
+
   /// Sizes `cache`'s entries for `tier` (one per target).
   void prepare_cache(ScanCache& cache, std::size_t tier_index, const Tier& tier) const;
 

@@ -330,6 +330,34 @@ std::optional<Shortfall> PreemptionContext<Model>::index_shortfall(const Tier& t
 }
 
 template <CostModel Model>
+double PreemptionContext<Model>::index_price_bound(const Tier& tier, DomainId target, double floor,
+                                                   double grid) const {
+  if constexpr (!IndexPricedModel<Model>) {
+    return floor;
+  } else {
+    if (std::find(tier.dims.begin(), tier.dims.end(), whole_device_dim) == tier.dims.end()) {
+      return floor;
+    }
+    const DomainId where = aggregate_domain(target, whole_device_dim);
+    const double need =
+        total_demand(tier, whole_device_dim) - free_in(state_, where, whole_device_dim);
+    if (!(need > 0.0)) return floor;
+    double per_victim = std::numeric_limits<double>::infinity();
+    double per_entry = std::numeric_limits<double>::infinity();
+    state_.for_each_index_band(where, preemptor_.priority, [&](const IndexBand& band) {
+      const PriceRate rate = model_.index_price_rate(band);
+      per_victim = std::min(per_victim, rate.per_victim);
+      per_entry = std::min(per_entry, rate.per_device_entry);
+    });
+    // No band holds a device: the index shortfall rejects the domain; keep the floor.
+    if (!std::isfinite(per_victim) || !std::isfinite(per_entry)) return floor;
+    // Each rate is itself a rounded quotient: a few roundings, counted by conservative.
+    const double bound = conservative(per_victim + need * per_entry, 16.0);
+    return std::max(floor, on_grid(bound, grid));
+  }
+}
+
+template <CostModel Model>
 template <class Visit>
 void PreemptionContext<Model>::for_each_host(DomainId scope, Visit&& visit) const {
   const LevelIndex host_level = topology_.host_level();

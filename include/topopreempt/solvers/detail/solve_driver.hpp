@@ -136,13 +136,15 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
   const double grid = cost_grid_of(model);
   for (std::size_t tier_index = 0; tier_index < context.tiers().size(); ++tier_index) {
     const Tier& tier = context.tiers()[tier_index];
-    // A read candidate domain, keyed by a lower bound on its cost: its scan bound (or the
-    // price floor if larger).
+    // A candidate domain, keyed by a lower bound on its cost: for a read one its scan bound
+    // (or the index bound if larger), for an unread one the index bound of a priced model
+    // (`IndexPricedModel`) when it exceeds the price floor.
     struct Candidate {
       double bound;
       DomainId target;
+      bool read = true;
     };
-    std::vector<Candidate> candidates;  // a heap of read domains
+    std::vector<Candidate> candidates;  // a heap of read domains and of unread priced ones
     // Unread candidates, ascending id. Their bound is the price floor, so taken cheapest
     // bound first they come in id order: a cursor replaces a heap.
     std::vector<DomainId> unread;
@@ -172,8 +174,11 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         log.scanned({target, Rejection::Kind::hopeless, *result.shortfall, 0.0, 0.0, {}});
         return;
       }
-      candidates.push_back(
-          {limits.full_scan ? on_grid(result.bound, grid) : std::max(floor, on_grid(result.bound, grid)), target});
+      candidates.push_back({limits.full_scan
+                                ? on_grid(result.bound, grid)
+                                : std::max(context.index_price_bound(tier, target, floor, grid),
+                                           on_grid(result.bound, grid)),
+                            target});
       if (!limits.full_scan) std::push_heap(candidates.begin(), candidates.end(), later);
     };
     if (limits.full_scan) {
@@ -220,6 +225,11 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
                        context.index_shortfall_cached(tier_index, tier, target, cache)) {
           ++statistics.domains_pruned;
           log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
+        } else if (const double bound = context.index_price_bound(tier, target, floor, grid);
+                   bound > floor) {
+          // Priced: it waits, unread, for its turn by the index bound (most never come).
+          candidates.push_back({bound, target, false});
+          std::push_heap(candidates.begin(), candidates.end(), later);
         } else {
           batch.push_back(target);
         }
@@ -245,12 +255,13 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         std::size_t listed = 0;
         while (!candidates.empty() && log.wants_more()) {
           std::pop_heap(candidates.begin(), candidates.end(), later);
-          log.searched({candidates.back().target,
-                        Rejection::Kind::bound,
-                        {},
-                        candidates.back().bound,
-                        best_cost,
-                        {}});
+          log.searched(
+              {candidates.back().target,
+               candidates.back().read ? Rejection::Kind::bound : Rejection::Kind::bound_unread,
+               {},
+               candidates.back().bound,
+               best_cost,
+               {}});
           candidates.pop_back();
           ++listed;
         }
@@ -282,6 +293,26 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       std::pop_heap(candidates.begin(), candidates.end(), later);
       const Candidate item = candidates.back();
       candidates.pop_back();
+      if (!item.read) {
+        // Its index bound can still win: read it, with the next unread ones of its host at the
+        // top of the heap (one pass over the host's occupants), and let them back in by their
+        // scan bounds.
+        batch.assign(1, item.target);
+        if (tier.target_level > host_level) {
+          const DomainId host = context.topology().ancestor_at(item.target, host_level);
+          while (!candidates.empty() && !candidates.front().read &&
+                 candidates.front().bound < best_cost &&
+                 context.topology().ancestor_at(candidates.front().target, host_level) == host) {
+            std::pop_heap(candidates.begin(), candidates.end(), later);
+            batch.push_back(candidates.back().target);
+            candidates.pop_back();
+          }
+          std::sort(batch.begin(), batch.end());  // a batch is in ascending pre-order
+        }
+        context.scan_batch_cached(tier_index, tier, std::span<const DomainId>(batch), workspace,
+                                  cache, emit);
+        continue;
+      }
       (void)context.build_problem(tier, item.target, problem);
       ++statistics.domains_solved;
       ++searched_here;
