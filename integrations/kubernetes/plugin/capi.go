@@ -16,6 +16,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -23,9 +24,14 @@ import (
 type Plan struct {
 	Status      string // "optimal", "feasible", "infeasible", "no_preemption_needed"
 	Cost        float64
-	Victims     []uint64 // workload ids, each evicted whole
-	Hosts       []string // the host (node) of each preemptor replica, by replica
-	Target      string   // the domain the preemptor lands in
+	Victims     []uint64  // workload ids, each evicted whole
+	VictimCosts []float64 // each victim's share of Cost, by position in Victims
+	VictimWhy   []string  // the library's reason for each victim, by position in Victims
+	Solver      string    // the solver that made the plan ("branch_and_bound", ...)
+	LowerBound  float64   // the best proven lower bound on the cost
+	Hosts       []string  // the host (node) of each preemptor replica, by replica
+	Devices     []Entry   // the preemptor's devices: replica, host and path below the host
+	Target      string    // the domain the preemptor lands in
 	Explanation string
 	Seconds     float64
 }
@@ -68,6 +74,21 @@ func check(cl *C.tp_cluster, st C.tp_status, what string) error {
 // kept: the plugin itself keeps a mirror, see mirror.go). A panic on this side of the cgo
 // boundary becomes an error: nothing here may crash kube-scheduler.
 func Solve(m *Model, opts *Args) (plan *Plan, err error) {
+	return SolveWith(m, opts, "")
+}
+
+// Solvers are the library's solvers by their C ABI names, the default (the plugin's) first.
+var Solvers = []string{"branch_and_bound", "knapsack", "greedy"}
+
+var solverIDs = map[string]C.int32_t{"branch_and_bound": C.TP_SOLVER_BRANCH_AND_BOUND,
+	"knapsack": C.TP_SOLVER_KNAPSACK, "greedy": C.TP_SOLVER_GREEDY}
+
+// SolveWith is Solve with a chosen solver (one of Solvers; "" the library's default, as the
+// plugin uses), for the what-if tool, which compares solvers on one question.
+func SolveWith(m *Model, opts *Args, solver string) (plan *Plan, err error) {
+	if _, ok := solverIDs[solver]; !ok && solver != "" {
+		return nil, fmt.Errorf("unknown solver %q (want one of %s)", solver, strings.Join(Solvers, ", "))
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			plan, err = nil, fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
@@ -83,7 +104,7 @@ func Solve(m *Model, opts *Args) (plan *Plan, err error) {
 			return nil, err
 		}
 	}
-	return cl.plan(&m.Preemptor, opts)
+	return cl.planWith(&m.Preemptor, opts, solver)
 }
 
 // cluster is one C-ABI cluster handle. The C ABI allows one thread at a time on a handle; the
@@ -190,8 +211,13 @@ func (c *cluster) finish(id uint64, name string) (err error) {
 	return check(c.cl, C.tp_cluster_workload_finish(c.cl, C.uint64_t(id)), "finish "+name)
 }
 
-// plan asks whom to preempt for the preemptor (read-only on the cluster).
+// plan asks whom to preempt for the preemptor (read-only on the cluster), with the default solver.
 func (c *cluster) plan(preemptor *Workload, opts *Args) (plan *Plan, err error) {
+	return c.planWith(preemptor, opts, "")
+}
+
+// planWith is plan with a solver by name ("" the library's default).
+func (c *cluster) planWith(preemptor *Workload, opts *Args, solver string) (plan *Plan, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			plan, err = nil, fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
@@ -201,7 +227,7 @@ func (c *cluster) plan(preemptor *Workload, opts *Args) (plan *Plan, err error) 
 	defer runtime.UnlockOSThread()
 	var cs cstrings
 	defer cs.free()
-	return plan1(c.cl, preemptor, opts, &cs)
+	return plan1(c.cl, preemptor, opts, solver, &cs)
 }
 
 // fillWorkload copies w into a tp_workload; strings go to cs.
@@ -261,11 +287,14 @@ var costModels = map[string]C.tp_cost_model{
 var planStatus = map[C.int32_t]string{C.TP_PLAN_OPTIMAL: "optimal", C.TP_PLAN_FEASIBLE: "feasible",
 	C.TP_PLAN_INFEASIBLE: "infeasible", C.TP_PLAN_NO_PREEMPTION_NEEDED: "no_preemption_needed"}
 
-func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, cs *cstrings) (*Plan, error) {
+func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, solver string, cs *cstrings) (*Plan, error) {
 	var pw C.tp_workload
 	fillWorkload(&pw, preemptor, cs)
 	var opts C.tp_plan_options
 	C.tp_plan_options_init(&opts)
+	if solver != "" {
+		opts.solver = solverIDs[solver]
+	}
 	if a.TimeLimitSeconds > 0 {
 		opts.time_limit_s = C.double(a.TimeLimitSeconds)
 	}
@@ -299,7 +328,8 @@ func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, cs *cstrings) (*Plan,
 		return nil, fmt.Errorf("plan info: %s", C.GoString(C.tp_status_name(st)))
 	}
 	out := &Plan{Status: planStatus[info.status], Cost: float64(info.cost), Target: C.GoString(info.target),
-		Explanation: C.GoString(info.explanation), Seconds: float64(info.seconds)}
+		Explanation: C.GoString(info.explanation), Seconds: float64(info.seconds),
+		Solver: C.GoString(info.solver), LowerBound: float64(info.lower_bound)}
 	var victims *C.tp_victim
 	var nv C.size_t
 	if st := C.tp_plan_get_victims(p, &victims, &nv); st != C.TP_OK {
@@ -310,6 +340,8 @@ func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, cs *cstrings) (*Plan,
 			return nil, fmt.Errorf("victim %d: a shrink, but pods are evicted whole", uint64(v.id))
 		}
 		out.Victims = append(out.Victims, uint64(v.id))
+		out.VictimCosts = append(out.VictimCosts, float64(v.cost))
+		out.VictimWhy = append(out.VictimWhy, C.GoString(v.reason))
 	}
 	var entries *C.tp_plan_entry
 	var ne C.size_t
@@ -323,6 +355,9 @@ func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, cs *cstrings) (*Plan,
 			return nil, fmt.Errorf("plan placement: replica %d out of range", r)
 		}
 		out.Hosts[r] = C.GoString(e.host)
+		if e.is_device != 0 {
+			out.Devices = append(out.Devices, Entry{Replica: uint32(r), Host: C.GoString(e.host), Path: C.GoString(e.host_path)})
+		}
 	}
 	return out, nil
 }

@@ -81,6 +81,19 @@ func (a *Args) usesLostWork() bool {
 	return false
 }
 
+// Validate checks the args as New does (the what-if tool checks a config file's args the same way).
+func (a *Args) Validate() error {
+	if len(a.TopologyKeys) == 0 {
+		return fmt.Errorf("%s args: topologyKeys is empty", Name)
+	}
+	for i, t := range a.Cost {
+		if _, ok := costModels[t.Model]; !ok {
+			return fmt.Errorf("%s args: cost[%d].model %q is not one of priority_weighted, victim_count, kubernetes_order, lost_work, reload_time, extra", Name, i, t.Model)
+		}
+	}
+	return nil
+}
+
 // DefaultArgs are the args when none are given.
 func DefaultArgs() Args {
 	return Args{
@@ -123,13 +136,8 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 			return nil, fmt.Errorf("%s args: %w", Name, err)
 		}
 	}
-	if len(args.TopologyKeys) == 0 {
-		return nil, fmt.Errorf("%s args: topologyKeys is empty", Name)
-	}
-	for i, t := range args.Cost {
-		if _, ok := costModels[t.Model]; !ok {
-			return nil, fmt.Errorf("%s args: cost[%d].model %q is not one of priority_weighted, victim_count, kubernetes_order, lost_work, reload_time, extra", Name, i, t.Model)
-		}
+	if err := args.Validate(); err != nil {
+		return nil, err
 	}
 	fts := plfeature.NewSchedulerFeaturesFromGates(utilfeature.DefaultFeatureGate)
 	stock, err := defaultpreemption.New(ctx, &config.DefaultPreemptionArgs{MinCandidateNodesPercentage: 10, MinCandidateNodesAbsolute: 100}, fh, fts)
