@@ -49,8 +49,8 @@ timeout 2400 go build -p="$JOBS" -trimpath -buildvcs=false -o "$BIN/" \
 timeout 900 go test -p="$JOBS" -trimpath -buildvcs=false -c -o "$BIN/e2e.test" ./test/e2e
 ls -la "$BIN"
 
-section "the plugin's unit tests (model building and the C ABI through cgo)"
-timeout 600 go test -p="$JOBS" -trimpath -buildvcs=false ./plugin/
+section "the plugin's unit tests (model building and the C ABI through cgo) and topopreempt-whatif's"
+timeout 600 go test -p="$JOBS" -trimpath -buildvcs=false ./plugin/ ./cmd/topopreempt-whatif/
 
 section "scenarios: stock kube-scheduler v1.37.2 against TopoPreempt"
 # The test binary traps SIGTERM and stops every process it started; timeout sends SIGTERM first.

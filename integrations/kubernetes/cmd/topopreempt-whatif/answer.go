@@ -164,6 +164,11 @@ func (a *answer) print(w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(w, "%s, cost %g (lower bound %g), %.3f ms\n", v.Status, v.Cost, v.LowerBound, v.Seconds*1000)
+		if v.Status == "no_preemption_needed" {
+			// PostFilter runs only after the scheduler's filters refused every node, so the
+			// plugin hands such a question to the stock DefaultPreemption (plugin.go).
+			fmt.Fprintln(w, "The GPUs fit without preemption: if the pod is still pending, something the model does not see (CPU, memory, taints, affinity) blocks it, and the plugin would let the stock DefaultPreemption decide")
+		}
 		if v.Status != "infeasible" {
 			fmt.Fprintf(w, "Preemptor goes to %s (nodes %s)\n", v.Target, strings.Join(v.Nodes, ", "))
 			for _, d := range v.Devices {

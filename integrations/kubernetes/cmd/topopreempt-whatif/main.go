@@ -75,6 +75,9 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	fs.StringVar(&o.cost, "cost", "", "override args.cost: terms `model[:weight[:floor]]`, comma-separated (e.g. extra:1:0,victim_count:100)")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the answer as JSON")
 	if err := fs.Parse(argv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitPlan
+		}
 		return exitBadInput
 	}
 	if fs.NArg() > 0 {

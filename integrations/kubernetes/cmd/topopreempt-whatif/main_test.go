@@ -239,6 +239,24 @@ func TestManifestPreemptorWithClaimTemplate(t *testing.T) {
 	}
 }
 
+// One GPU fits on the free gpu-3 of gpu-r0-n0 or gpu-r1-n0: no preemption, and the text says
+// that the plugin would leave such a pod to the stock DefaultPreemption.
+func TestNoPreemptionNeeded(t *testing.T) {
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := filepath.Join(t.TempDir(), "one.yaml")
+	if err := os.WriteFile(one, []byte(strings.Replace(string(data), "count: 2", "count: 1", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runTool(t, "", "-f", fixture, "--config", config, "--preemptor", one, "--solver", "branch_and_bound")
+	if code != exitPlan || !strings.Contains(out, "== branch_and_bound: no_preemption_needed, cost 0") ||
+		!strings.Contains(out, "Victims (0)") || !strings.Contains(out, "the plugin would let the stock DefaultPreemption decide") {
+		t.Fatalf("exit %d, stderr %s, output:\n%s", code, errOut, out)
+	}
+}
+
 // The cost model comes from the flags over the config: with victim_count, the fewest victims.
 func TestCostFlagOverridesTheConfig(t *testing.T) {
 	a := whatif(t, "--pod", "research/finetune-0", "--cost", "victim_count", "--solver", "branch_and_bound")
@@ -354,6 +372,9 @@ func TestBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+	if code, _, errOut := runTool(t, "", "-h"); code != exitPlan || !strings.Contains(errOut, "-preemptor") {
+		t.Fatalf("-h: exit %d, usage %q", code, errOut)
 	}
 	if code, _, _ := runTool(t, "", "-f", "-", "--pod", "a/b"); code != exitBadInput {
 		t.Fatalf("empty stdin: exit %d, want 2", code)
