@@ -257,6 +257,14 @@ func TestNoPreemptionNeeded(t *testing.T) {
 	}
 }
 
+// Asking for one pod of a PodGroup answers for the pod and points at --podgroup.
+func TestPodOfAGroupPointsAtTheGroup(t *testing.T) {
+	a := whatif(t, "--pod", "research/gang-0", "--solver", "branch_and_bound")
+	if !strings.Contains(strings.Join(a.Warnings, "\n"), "see --podgroup research/gang") || a.Preemptor.Kind != "Pod" {
+		t.Fatalf("preemptor %+v warnings %q", a.Preemptor, a.Warnings)
+	}
+}
+
 // The cost model comes from the flags over the config: with victim_count, the fewest victims.
 func TestCostFlagOverridesTheConfig(t *testing.T) {
 	a := whatif(t, "--pod", "research/finetune-0", "--cost", "victim_count", "--solver", "branch_and_bound")

@@ -121,6 +121,10 @@ func newQuestion(cluster *objects, spec *preemptorSpec, now time.Time) (*questio
 			return nil, bad("Pod %s/%s: spec.nodeName is %s; the preemptor must be a pending pod", ns, name, p.Spec.NodeName)
 		}
 		q.pods = []*corev1.Pod{p}
+		if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil && groups[[2]string{ns, *sg.PodGroupName}] != nil {
+			q.warnings = append(q.warnings, fmt.Sprintf("Pod %s/%s belongs to PodGroup %s/%s, which kube-scheduler preempts for as a whole: see --podgroup %s/%s",
+				ns, name, ns, *sg.PodGroupName, ns, *sg.PodGroupName))
+		}
 	case spec.podGroup != "":
 		ns, name := splitName(spec.podGroup)
 		g := groups[[2]string{ns, name}]
