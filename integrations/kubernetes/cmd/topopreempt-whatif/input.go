@@ -149,6 +149,7 @@ func (o *objects) add(js []byte, source string) error {
 		if err := decode(p); err != nil {
 			return err
 		}
+		p.Namespace = namespaceOf(p.Namespace) // as kubectl apply would place it
 		o.Pods = append(o.Pods, p)
 	case "ResourceSlice":
 		s := &resourcev1.ResourceSlice{}
@@ -161,18 +162,21 @@ func (o *objects) add(js []byte, source string) error {
 		if err := decode(c); err != nil {
 			return err
 		}
+		c.Namespace = namespaceOf(c.Namespace) // as kubectl apply would place it
 		o.Claims = append(o.Claims, c)
 	case "ResourceClaimTemplate":
 		t := &resourcev1.ResourceClaimTemplate{}
 		if err := decode(t); err != nil {
 			return err
 		}
+		t.Namespace = namespaceOf(t.Namespace) // as kubectl apply would place it
 		o.Templates = append(o.Templates, t)
 	case "PodGroup":
 		g := &schedulingv1beta1.PodGroup{}
 		if err := decode(g); err != nil {
 			return err
 		}
+		g.Namespace = namespaceOf(g.Namespace) // as kubectl apply would place it
 		o.Groups = append(o.Groups, g)
 	}
 	return nil

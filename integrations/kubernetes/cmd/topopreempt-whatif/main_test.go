@@ -381,6 +381,11 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+	// An object without a namespace is in "default", as kubectl apply would place it.
+	noNamespace := `{"kind":"List","items":[{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x"},"spec":null}]}`
+	if code, _, errOut := runTool(t, noNamespace, "--pod", "x"); code != exitUnsupported || !strings.Contains(errOut, "pod default/x asks for no GPU") {
+		t.Fatalf("a pod without namespace: exit %d: %s", code, errOut)
+	}
 	if code, _, errOut := runTool(t, "", "-h"); code != exitPlan || !strings.Contains(errOut, "-preemptor") {
 		t.Fatalf("-h: exit %d, usage %q", code, errOut)
 	}

@@ -51,7 +51,7 @@ func newQuestion(cluster *objects, spec *preemptorSpec, now time.Time) (*questio
 	groups := map[[2]string]*schedulingv1beta1.PodGroup{}
 	addGroups := func(gs []*schedulingv1beta1.PodGroup) {
 		for _, g := range gs {
-			groups[[2]string{namespaceOf(g.Namespace), g.Name}] = g
+			groups[[2]string{g.Namespace, g.Name}] = g
 		}
 	}
 	addGroups(cluster.Groups)
@@ -86,9 +86,6 @@ func newQuestion(cluster *objects, spec *preemptorSpec, now time.Time) (*questio
 			return nil, bad("%s: %d Pods and no PodGroup (one pod, or the pods of one PodGroup)", spec.manifestName, len(m.Pods))
 		}
 		for _, p := range m.Pods {
-			if p.Namespace == "" {
-				p.Namespace = "default"
-			}
 			if p.UID == "" { // the plugin tells the preemptor from running pods by UID
 				p.UID = types.UID("whatif/" + p.Namespace + "/" + p.Name)
 			}
@@ -96,19 +93,11 @@ func newQuestion(cluster *objects, spec *preemptorSpec, now time.Time) (*questio
 				return nil, bad("%s: Pod %s/%s: spec.nodeName is set; the preemptor is a pending pod", spec.manifestName, p.Namespace, p.Name)
 			}
 		}
-		for _, c := range m.Claims {
-			if c.Namespace == "" {
-				c.Namespace = "default"
-			}
-		}
 		q.in.Claims = append(q.in.Claims, m.Claims...)
 		templates = append(templates, m.Templates...)
 		q.pods = m.Pods
 		if len(m.Groups) == 1 {
 			q.group = m.Groups[0]
-			if q.group.Namespace == "" {
-				q.group.Namespace = "default"
-			}
 			addGroups(m.Groups)
 		}
 	case spec.pod != "":
@@ -180,7 +169,7 @@ func claimsFromTemplates(pods []*corev1.Pod, existing []*resourcev1.ResourceClai
 	}
 	tmpl := map[[2]string]*resourcev1.ResourceClaimTemplate{}
 	for _, t := range templates {
-		tmpl[[2]string{namespaceOf(t.Namespace), t.Name}] = t
+		tmpl[[2]string{t.Namespace, t.Name}] = t
 	}
 	var out []*resourcev1.ResourceClaim
 	for i, p := range pods {
