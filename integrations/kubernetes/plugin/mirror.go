@@ -21,8 +21,8 @@ import (
 // Every sync compares a complete view (the cycle's snapshot in PostFilter, the informers'
 // caches in the background) with what the mirror derived at the last one: the topology as a
 // key over every node's labels and every ResourceSlice's identity and version (any difference
-// rebuilds the whole cluster), then each node by its NodeInfo generation, its pods' and their
-// ResourceClaims' uids and resourceVersions. Only a node that differs (or appeared, vanished,
+// rebuilds the whole cluster), then each node by its pods' and their ResourceClaims' uids and
+// resourceVersions (why not the NodeInfo generation: see unchanged). Only a node that differs (or appeared, vanished,
 // holds a preemptor's pod, or holds an object without a resourceVersion) is derived again, and
 // only the workloads its pods were or are in (with every member of a PodGroup they name, and
 // of a PodGroup whose object changed) are regrouped and compared field by field with what the
@@ -172,16 +172,16 @@ func stampOf(uid types.UID, version string) (objectStamp, bool) {
 }
 
 // unchanged says whether node n, as `in` has it now, is what the mirror derived `old` from:
-// the same generation (where both are known), the same pods at the same versions, and the
-// same versions of their claims. The generation alone is not enough: the scheduler's snapshot
-// assumes a PodGroup's pods during its cycle without moving it (Snapshot.AssumePod), and a
-// claim's allocation changes no NodeInfo. Comparing stamps costs a few string comparisons per
-// pod; deriving costs building its workload.
+// the same pods at the same versions, and the same versions of their claims (an API object is
+// replaced, never changed in place, and a change moves its resourceVersion). This is exactly
+// what a derivation reads besides the topology (its own key) and the PodGroups (compared by
+// sync). The scheduler's per-node NodeInfo generation is not used: the snapshot assumes a
+// PodGroup's pods during its cycle and restores the generation (Snapshot.AssumePod/ForgetPod),
+// so an equal generation does not prove equal pods; a claim's allocation moves no generation;
+// and every Node status update moves it (SetNode) while changing nothing the mirror reads. The
+// comparison costs a few string comparisons per pod; a derivation costs building its workload.
 func unchanged(old *nodeState, in *Inputs, n string, b *builder) bool {
 	if old.volatile {
-		return false
-	}
-	if g := in.Generations[n]; g != 0 && old.generation != 0 && g != old.generation {
 		return false
 	}
 	pods := in.Pods[n]
@@ -211,7 +211,7 @@ func derive(b *builder, in *Inputs, n string, skip map[types.UID]bool) (*nodeSta
 	if err != nil {
 		return nil, err
 	}
-	st := &nodeState{generation: in.Generations[n], held: held, volatile: skipped || b.args.usesLostWork()}
+	st := &nodeState{held: held, volatile: skipped || b.args.usesLostWork()}
 	for _, p := range in.Pods[n] {
 		s, ok := stampOf(p.UID, p.ResourceVersion)
 		st.volatile = st.volatile || !ok

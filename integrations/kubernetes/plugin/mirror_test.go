@@ -185,14 +185,10 @@ func BenchmarkMirrorNewPreemptor1000(b *testing.B) {
 	}
 }
 
-// fromAPI gives every object a resourceVersion and every node a generation, as the
-// scheduler's snapshot has them: the mirror then derives again only what changed.
+// fromAPI gives every object a resourceVersion, as objects from an API server have: the
+// mirror then derives again only what changed.
 func fromAPI(s *tState) {
 	versioned(s)
-	s.in.Generations = map[string]int64{}
-	for _, n := range s.in.Nodes {
-		s.in.Generations[n.Name] = 1
-	}
 	for _, pods := range s.in.Pods {
 		for _, p := range pods {
 			p.ResourceVersion = "1"
@@ -222,12 +218,22 @@ func holdsFresh(t *testing.T, m *mirror, s *tState, pre *corev1.Pod) {
 	for i := range model.Workloads {
 		w := &model.Workloads[i]
 		if cur, ok := m.running[w.Key]; !ok || !sameWorkload(cur, w) {
-			t.Fatalf("workload %s: the mirror holds %+v, a fresh model %+v", w.Key, cur, w)
+			t.Fatalf("workload %s: the mirror holds %s, a fresh model %s", w.Key, brief(cur), brief(w))
 		}
 	}
 	if want := fresh(t, s, pre); d.plan.Status != want.Status || d.plan.Cost != want.Cost {
 		t.Fatalf("mirror plan %+v, fresh plan %+v", d.plan, want)
 	}
+}
+
+// brief shows what the C cluster holds of a workload (not its API objects).
+func brief(w *Workload) string {
+	if w == nil {
+		return "nothing"
+	}
+	c := *w
+	c.Pods, c.Claims = nil, nil
+	return fmt.Sprintf("%+v", c)
 }
 
 // replace puts a copy of node's pod `name`, changed by `change`, in its place (an API object
@@ -244,10 +250,10 @@ func replace(s *tState, node, name string, change func(*corev1.Pod)) {
 	panic("no pod " + name)
 }
 
-// A sync derives again exactly the nodes that changed: none when nothing did; the node whose
-// generation moved; a pod changed without its node's generation moving (the snapshot assumes
-// a PodGroup's pods so); a claim's allocation changed (no NodeInfo moves). After each, the
-// mirror holds what a fresh model holds.
+// A sync derives again exactly the nodes that changed: none when nothing did; the node where a
+// pod was replaced; the node where a pod changed version; the node where a claim's allocation
+// changed (the pod and its NodeInfo unchanged). After each, the mirror holds what a fresh
+// model holds.
 func TestMirrorDerivesOnlyChangedNodes(t *testing.T) {
 	s, pre := scaleState(40)
 	fromAPI(s)
@@ -270,19 +276,14 @@ func TestMirrorDerivesOnlyChangedNodes(t *testing.T) {
 	}
 	step("unchanged", 0, 0, 0)
 
-	// A pod replaced by another on the same GPUs; the node's generation moves.
+	// A pod replaced by another on the same GPUs.
 	replace(s, "kwok-0003", "kwok-0003-p0", func(p *corev1.Pod) {
 		p.Name, p.UID, p.ResourceVersion = "kwok-0003-new", "uid-kwok-0003-new", "7"
 		p.Annotations = map[string]string{CostAnnotation: "3"}
 	})
-	s.in.Generations["kwok-0003"] = 2
 	step("a pod replaced", 1, 1, 1)
 
-	// Only the generation moves (a node update): derived again, nothing to apply.
-	s.in.Generations["kwok-0005"] = 2
-	step("a generation moved", 1, 0, 0)
-
-	// A pod re-priced, its node's generation unchanged.
+	// A pod re-priced.
 	replace(s, "kwok-0009", "kwok-0009-p4", func(p *corev1.Pod) {
 		p.ResourceVersion = "2"
 		p.Annotations = map[string]string{CostAnnotation: "0.5"}
@@ -353,7 +354,6 @@ func TestMirrorRegroupsPodGroupsAcrossNodes(t *testing.T) {
 		p.ResourceVersion = "2"
 		p.Annotations = map[string]string{CostAnnotation: "30"}
 	})
-	s.in.Generations["b"] = 2
 	step("a member re-priced on one node", 1, 1, 1)
 	if gang := m.running["podgroup/ns/g"]; gang == nil || gang.Extra != 40 {
 		t.Fatalf("the PodGroup's workload is %+v, want cost 40", gang)
@@ -378,7 +378,6 @@ func BenchmarkMirrorOneNodeChanged1000(b *testing.B) {
 		i++
 		node := fmt.Sprintf("kwok-%04d", i%1000)
 		replace(s, node, node+"-p0", func(p *corev1.Pod) { p.ResourceVersion = fmt.Sprint(i + 1) })
-		s.in.Generations[node]++
 		if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil); err != nil {
 			b.Fatal(err)
 		}

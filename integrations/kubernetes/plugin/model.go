@@ -86,13 +86,10 @@ type Entry struct {
 
 // Inputs is the cluster state one question is asked against (from the scheduler's snapshot).
 type Inputs struct {
-	Nodes []*corev1.Node
-	Pods  map[string][]*corev1.Pod // by node name: the pods the scheduler counts on it
-	// Generations are the snapshot's per-node NodeInfo generations (nil: unknown, as from the
-	// informers). A mirror re-derives a node whose generation moved without looking further.
-	Generations map[string]int64
-	Slices      []*resourcev1.ResourceSlice
-	Claims      []*resourcev1.ResourceClaim
+	Nodes  []*corev1.Node
+	Pods   map[string][]*corev1.Pod // by node name: the pods the scheduler counts on it
+	Slices []*resourcev1.ResourceSlice
+	Claims []*resourcev1.ResourceClaim
 	// PodGroup looks a PodGroup up (nil: not found); nil means no PodGroups.
 	PodGroup func(namespace, name string) *schedulingv1beta1.PodGroup
 	Now      time.Time

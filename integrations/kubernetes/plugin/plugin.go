@@ -151,14 +151,13 @@ func (pl *Plugin) inputs() (*Inputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &Inputs{Pods: map[string][]*corev1.Pod{}, Generations: make(map[string]int64, len(nodeInfos)), Now: time.Now()}
+	in := &Inputs{Pods: map[string][]*corev1.Pod{}, Now: time.Now()}
 	for _, ni := range nodeInfos {
 		n := ni.Node()
 		if n == nil {
 			continue
 		}
 		in.Nodes = append(in.Nodes, n)
-		in.Generations[n.Name] = ni.GetGeneration()
 		for _, pi := range ni.GetPods() {
 			in.Pods[n.Name] = append(in.Pods[n.Name], pi.GetPod())
 		}
