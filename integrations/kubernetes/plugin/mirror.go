@@ -22,17 +22,17 @@ import (
 // caches in the background) with what the mirror derived at the last one: the topology as a
 // key over every node's labels and every ResourceSlice's identity and version (any difference
 // rebuilds the whole cluster), then each node by its pods' and their ResourceClaims' uids and
-// resourceVersions (why not the NodeInfo generation: see unchanged). Only a node that differs (or appeared, vanished,
-// holds a preemptor's pod, or holds an object without a resourceVersion) is derived again, and
-// only the workloads its pods were or are in (with every member of a PodGroup they name, and
-// of a PodGroup whose object changed) are regrouped and compared field by field with what the
-// C cluster holds (a difference finishes it and starts it again; a workload gone finishes).
-// So a sync costs the changed nodes plus a few comparisons per pod, and the mirror never
-// trusts an event to have been delivered: whatever the view says is what the cluster holds
-// after the sync. With a lost_work cost term every node is derived at every sync, since the
-// seconds since a checkpoint move with the clock. An error from the C side drops the whole
-// cluster (the next sync rebuilds it); an error from the view (something inexpressible)
-// changes nothing.
+// resourceVersions (why not the NodeInfo generation: see unchanged). Only a node that differs
+// (or appeared, lost its pods, holds a preemptor's pod, or holds an object without a
+// resourceVersion) is derived again, and only the workloads its pods were or are in (with
+// every member of a PodGroup they name, and of a PodGroup whose object changed) are regrouped
+// and compared field by field with what the C cluster holds (a difference finishes it and
+// starts it again; a workload gone finishes). So a sync costs the changed nodes plus a few
+// comparisons per pod, and the mirror never trusts an event to have been delivered: whatever
+// the view says is what the cluster holds after the sync. With a lost_work cost term every
+// node is derived at every sync, since the seconds since a checkpoint move with the clock. An
+// error from the C side drops the whole cluster (the next sync rebuilds it); an error from the
+// view (something inexpressible) changes nothing.
 //
 // Thread safety: every method takes mu; the C handle is used by one goroutine at a time, each
 // call pinned to its OS thread (cluster's methods).
@@ -137,11 +137,10 @@ func (m *mirror) builder(args *Args, in *Inputs) *builder {
 // nodeState is what the mirror derived from one node at its last sync, with what that
 // derivation read, so that the next sync can tell whether the node must be derived again.
 type nodeState struct {
-	generation int64         // the snapshot's NodeInfo generation, 0 unknown
-	pods       []objectStamp // every pod on the node, in the view's order
-	claims     []claimStamp  // the ResourceClaims those pods use
-	volatile   bool          // derive again at the next sync whatever the stamps say
-	held       []*heldPod    // its pods holding devices, in the builder's order
+	pods     map[types.UID]string // every pod on the node: its resourceVersion
+	claims   []claimStamp         // the ResourceClaims those pods use
+	volatile bool                 // derive again at the next sync whatever the stamps say
+	held     []*heldPod           // its pods holding devices, in the builder's order
 }
 
 // objectStamp identifies one version of an API object.
@@ -188,8 +187,10 @@ func unchanged(old *nodeState, in *Inputs, n string, b *builder) bool {
 	if len(pods) != len(old.pods) {
 		return false
 	}
-	for i, p := range pods {
-		if s, ok := stampOf(p.UID, p.ResourceVersion); !ok || s != old.pods[i] {
+	// By uid, not in order: the informers list a node's pods in another order than the
+	// snapshot, and the background sync and PostFilter alternate.
+	for _, p := range pods {
+		if v, ok := old.pods[p.UID]; !ok || p.ResourceVersion == "" || v != p.ResourceVersion {
 			return false
 		}
 	}
@@ -211,11 +212,11 @@ func derive(b *builder, in *Inputs, n string, skip map[types.UID]bool) (*nodeSta
 	if err != nil {
 		return nil, err
 	}
-	st := &nodeState{held: held, volatile: skipped || b.args.usesLostWork()}
+	st := &nodeState{held: held, volatile: skipped || b.args.usesLostWork(), pods: make(map[types.UID]string, len(in.Pods[n]))}
 	for _, p := range in.Pods[n] {
-		s, ok := stampOf(p.UID, p.ResourceVersion)
-		st.volatile = st.volatile || !ok
-		st.pods = append(st.pods, s)
+		_, dup := st.pods[p.UID]
+		st.volatile = st.volatile || p.ResourceVersion == "" || dup
+		st.pods[p.UID] = p.ResourceVersion
 		if skip[p.UID] {
 			continue // not derived (a preemptor's pod), and the node is volatile
 		}
@@ -448,9 +449,9 @@ func (m *mirror) sync(args *Args, in *Inputs, skip []*corev1.Pod) error {
 	// The C cluster holds the view: remember what it was derived from.
 	for n, st := range fresh {
 		if old := m.nodes[n]; old != nil {
-			for _, s := range old.pods {
-				if m.podNode[s.uid] == n {
-					delete(m.podNode, s.uid)
+			for uid := range old.pods {
+				if m.podNode[uid] == n {
+					delete(m.podNode, uid)
 				}
 			}
 		}

@@ -276,6 +276,13 @@ func TestMirrorDerivesOnlyChangedNodes(t *testing.T) {
 	}
 	step("unchanged", 0, 0, 0)
 
+	// The same pods in another order (the informers list them otherwise than the snapshot).
+	pods := s.in.Pods["kwok-0002"]
+	for i, j := 0, len(pods)-1; i < j; i, j = i+1, j-1 {
+		pods[i], pods[j] = pods[j], pods[i]
+	}
+	step("the same pods in another order", 0, 0, 0)
+
 	// A pod replaced by another on the same GPUs.
 	replace(s, "kwok-0003", "kwok-0003-p0", func(p *corev1.Pod) {
 		p.Name, p.UID, p.ResourceVersion = "kwok-0003-new", "uid-kwok-0003-new", "7"
