@@ -11,20 +11,28 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // mirror is a persistent C-ABI cluster kept equal to the scheduler's view of one GPU kind
 // (DRA devices, or the extended resource), so that a question costs what changed since the
 // last one, not a rebuild of 1,000 nodes and 10,000 pods through cgo.
 //
-// Every sync diffs a complete view (the cycle's snapshot in PostFilter, the informers' caches
-// in the background) against what the mirror holds: the topology as a key over every node's
-// labels and every ResourceSlice's identity and version (any difference rebuilds the whole
-// cluster), and every running workload by its Key, compared field by field with what the C
-// cluster holds (a difference finishes it and starts it again; a workload gone finishes). So
-// the mirror never trusts an event to have been delivered: whatever the view says is what
-// the cluster holds after the sync. An error from the C side drops the whole cluster (the
-// next sync rebuilds it); an error from the view (something inexpressible) changes nothing.
+// Every sync compares a complete view (the cycle's snapshot in PostFilter, the informers'
+// caches in the background) with what the mirror derived at the last one: the topology as a
+// key over every node's labels and every ResourceSlice's identity and version (any difference
+// rebuilds the whole cluster), then each node by its pods' and their ResourceClaims' uids and
+// resourceVersions (why not the NodeInfo generation: see unchanged). Only a node that differs
+// (or appeared, lost its pods, holds a preemptor's pod, or holds an object without a
+// resourceVersion) is derived again, and only the workloads its pods were or are in (with
+// every member of a PodGroup they name, and of a PodGroup whose object changed) are regrouped
+// and compared field by field with what the C cluster holds (a difference finishes it and
+// starts it again; a workload gone finishes). So a sync costs the changed nodes plus a few
+// comparisons per pod, and the mirror never trusts an event to have been delivered: whatever
+// the view says is what the cluster holds after the sync. With a lost_work cost term every
+// node is derived at every sync, since the seconds since a checkpoint move with the clock. An
+// error from the C side drops the whole cluster (the next sync rebuilds it); an error from the
+// view (something inexpressible) changes nothing.
 //
 // Thread safety: every method takes mu; the C handle is used by one goroutine at a time, each
 // call pinned to its OS thread (cluster's methods).
@@ -48,8 +56,14 @@ type mirror struct {
 
 	unversioned uint64 // makes each topology key with an unversioned slice unique
 
-	// rebuilds and changes count what syncs did (tests and logs).
-	rebuilds, starts, finishes uint64
+	// What the running workloads were derived from, to derive again only what changed.
+	nodes   map[string]*nodeState  // by node name
+	podNode map[types.UID]string   // every pod of nodes, to its node
+	groups  map[string]*groupState // PodGroups held pods name, by "<namespace>/<name>"
+
+	// rebuilds and changes count what syncs did (tests and logs); derived counts nodes
+	// derived again.
+	rebuilds, starts, finishes, derived uint64
 }
 
 const maxPreemptorIDs = 4096
@@ -62,6 +76,7 @@ func (m *mirror) reset() {
 	m.cl = nil
 	m.topoKey = ""
 	m.running, m.byID = nil, nil
+	m.nodes, m.podNode, m.groups = nil, nil, nil
 }
 
 // close frees the C cluster.
@@ -119,8 +134,119 @@ func (m *mirror) builder(args *Args, in *Inputs) *builder {
 	return b
 }
 
+// nodeState is what the mirror derived from one node at its last sync, with what that
+// derivation read, so that the next sync can tell whether the node must be derived again.
+type nodeState struct {
+	pods     map[types.UID]string // every pod on the node: its resourceVersion
+	claims   []claimStamp         // the ResourceClaims those pods use
+	volatile bool                 // derive again at the next sync whatever the stamps say
+	held     []*heldPod           // its pods holding devices, in the builder's order
+}
+
+// objectStamp identifies one version of an API object.
+type objectStamp struct {
+	uid     types.UID
+	version string
+}
+
+// claimStamp is a ResourceClaim a pod used, by name, and the version the derivation read.
+type claimStamp struct {
+	key objectKey
+	objectStamp
+}
+
+// groupState is a PodGroup that held pods name: the version their workloads were grouped by,
+// and the nodes holding them.
+type groupState struct {
+	found    bool
+	volatile bool // an unversioned PodGroup: regroup at the next sync
+	objectStamp
+	nodes map[string]bool
+}
+
+// stampOf is the object's identity and version; ok is false for an object without a
+// resourceVersion (never from an API server), which is then always treated as changed.
+func stampOf(uid types.UID, version string) (objectStamp, bool) {
+	return objectStamp{uid, version}, version != ""
+}
+
+// unchanged says whether node n, as `in` has it now, is what the mirror derived `old` from:
+// the same pods at the same versions, and the same versions of their claims (an API object is
+// replaced, never changed in place, and a change moves its resourceVersion). This is exactly
+// what a derivation reads besides the topology (its own key) and the PodGroups (compared by
+// sync). The scheduler's per-node NodeInfo generation is not used: the snapshot assumes a
+// PodGroup's pods during its cycle and restores the generation (Snapshot.AssumePod/ForgetPod),
+// so an equal generation does not prove equal pods; a claim's allocation moves no generation;
+// and every Node status update moves it (SetNode) while changing nothing the mirror reads. The
+// comparison costs a few string comparisons per pod; a derivation costs building its workload.
+func unchanged(old *nodeState, in *Inputs, n string, b *builder) bool {
+	if old.volatile {
+		return false
+	}
+	pods := in.Pods[n]
+	if len(pods) != len(old.pods) {
+		return false
+	}
+	// By uid, not in order: the informers list a node's pods in another order than the
+	// snapshot, and the background sync and PostFilter alternate.
+	for _, p := range pods {
+		if v, ok := old.pods[p.UID]; !ok || p.ResourceVersion == "" || v != p.ResourceVersion {
+			return false
+		}
+	}
+	for _, c := range old.claims {
+		cur, found := b.claims[c.key]
+		if !found {
+			return false
+		}
+		if s, ok := stampOf(cur.UID, cur.ResourceVersion); !ok || s != c.objectStamp {
+			return false
+		}
+	}
+	return true
+}
+
+// derive builds node n's state from `in`.
+func derive(b *builder, in *Inputs, n string, skip map[types.UID]bool) (*nodeState, error) {
+	held, skipped, err := b.nodeHeld(n, skip)
+	if err != nil {
+		return nil, err
+	}
+	st := &nodeState{held: held, volatile: skipped || b.args.usesLostWork(), pods: make(map[types.UID]string, len(in.Pods[n]))}
+	for _, p := range in.Pods[n] {
+		_, dup := st.pods[p.UID]
+		st.volatile = st.volatile || p.ResourceVersion == "" || dup
+		st.pods[p.UID] = p.ResourceVersion
+		if skip[p.UID] {
+			continue // not derived (a preemptor's pod), and the node is volatile
+		}
+		claims, err := b.podClaims(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range claims {
+			s, ok := stampOf(c.UID, c.ResourceVersion)
+			st.volatile = st.volatile || !ok
+			st.claims = append(st.claims, claimStamp{objectKey{c.Namespace, c.Name}, s})
+		}
+	}
+	return st, nil
+}
+
+// groupStamp is how `in` has the PodGroup "<namespace>/<name>" now.
+func groupStamp(b *builder, key string) (found bool, s objectStamp, ok bool) {
+	ns, name, _ := strings.Cut(key, "/")
+	g := b.podGroup(ns, name)
+	if g == nil {
+		return false, objectStamp{}, true
+	}
+	s, ok = stampOf(g.UID, g.ResourceVersion)
+	return true, s, ok
+}
+
 // sync makes the C cluster hold exactly `in`'s running workloads (the pods in `skip`, the
-// preemptor's, excepted).
+// preemptor's, excepted), deriving again only the nodes that changed since the last sync and
+// regrouping only the workloads those nodes (or a changed PodGroup) touch.
 func (m *mirror) sync(args *Args, in *Inputs, skip []*corev1.Pod) error {
 	key := m.topologyKey(args, in)
 	if m.cl == nil || key != m.topoKey {
@@ -137,26 +263,158 @@ func (m *mirror) sync(args *Args, in *Inputs, skip []*corev1.Pod) error {
 		m.cl, m.topoKey = cl, key
 		m.levels, m.levelOf, m.devices, m.nodeDevs = b.m.Levels, b.levelOf, b.devices, b.nodeDevs
 		m.running, m.byID = map[string]*Workload{}, map[uint64]*Workload{}
+		m.nodes, m.podNode, m.groups = map[string]*nodeState{}, map[types.UID]string{}, map[string]*groupState{}
 		// Ids from 1 in the builder's order, as a one-off model (BuildModel) numbers them.
 		m.nextID, m.preemptorIDs = 0, nil
 		m.rebuilds++
 	}
 	b := m.builder(args, in)
-	if err := b.running(skip); err != nil {
-		return err // nothing applied: the mirror still holds the previous view
+	skipSet := podUIDs(skip)
+
+	// The nodes to derive again: changed, appeared, gone, or holding a preemptor's pod.
+	changed := map[string]bool{}
+	for n := range in.Pods {
+		if old, ok := m.nodes[n]; !ok || !unchanged(old, in, n, b) {
+			changed[n] = true
+		}
 	}
-	desired := make(map[string]*Workload, len(b.m.Workloads))
-	for i := range b.m.Workloads {
-		w := &b.m.Workloads[i]
+	for n := range m.nodes {
+		if _, ok := in.Pods[n]; !ok {
+			changed[n] = true
+		}
+	}
+	for uid := range skipSet {
+		if n, ok := m.podNode[uid]; ok {
+			changed[n] = true
+		}
+	}
+	fresh := make(map[string]*nodeState, len(changed)) // nil: the node is gone
+	for _, n := range sortedKeys(changed) {
+		if _, ok := in.Pods[n]; !ok {
+			fresh[n] = nil
+			continue
+		}
+		st, err := derive(b, in, n, skipSet)
+		if err != nil {
+			return err // nothing applied: the mirror still holds the previous view
+		}
+		fresh[n] = st
+		m.derived++
+	}
+	now := func(n string) *nodeState {
+		if st, ok := fresh[n]; ok {
+			return st
+		}
+		return m.nodes[n]
+	}
+
+	// The PodGroups to regroup: those named on a changed node, before or after, and those
+	// whose object changed. Then the nodes holding their members, before and after.
+	touched := map[string]bool{}
+	for n, st := range fresh {
+		for _, sts := range []*nodeState{m.nodes[n], st} {
+			if sts == nil {
+				continue
+			}
+			for _, h := range sts.held {
+				if h.group != "" {
+					touched[h.group] = true
+				}
+			}
+		}
+	}
+	for g, gs := range m.groups {
+		if found, s, ok := groupStamp(b, g); gs.volatile || !ok || found != gs.found || s != gs.objectStamp {
+			touched[g] = true
+		}
+	}
+	members := make(map[string]map[string]bool, len(touched)) // group -> nodes holding it now
+	for g := range touched {
+		members[g] = map[string]bool{}
+		if gs, ok := m.groups[g]; ok {
+			for n := range gs.nodes {
+				if _, refreshed := fresh[n]; !refreshed {
+					members[g][n] = true
+				}
+			}
+		}
+	}
+	for n, st := range fresh {
+		if st == nil {
+			continue
+		}
+		for _, h := range st.held {
+			if h.group != "" {
+				members[h.group][n] = true
+			}
+		}
+	}
+
+	// What to regroup (now) and what it replaces (before): every held pod of a changed node,
+	// and every member of a touched PodGroup, in the builder's order.
+	visit := map[string]bool{}
+	for n := range fresh {
+		visit[n] = true
+	}
+	for g := range touched {
+		for n := range members[g] {
+			visit[n] = true
+		}
+		if gs, ok := m.groups[g]; ok {
+			for n := range gs.nodes {
+				visit[n] = true
+			}
+		}
+	}
+	var regroup []*heldPod
+	before := map[string]bool{} // workload keys the regrouped pods were in
+	for _, n := range sortedKeys(visit) {
+		_, refreshed := fresh[n]
+		if old := m.nodes[n]; old != nil {
+			for _, h := range old.held {
+				if refreshed || touched[h.group] {
+					before[h.key] = true
+				}
+			}
+		}
+		if st := now(n); st != nil {
+			for _, h := range st.held {
+				if refreshed || touched[h.group] {
+					regroup = append(regroup, h)
+				}
+			}
+		}
+	}
+	ws, err := b.workloads(regroup)
+	if err != nil {
+		return err
+	}
+	desired := make(map[string]*Workload, len(ws))
+	for i := range ws {
+		w := &ws[i]
 		if _, dup := desired[w.Key]; dup {
 			return fmt.Errorf("two running workloads with key %s", w.Key)
 		}
+		if _, elsewhere := m.running[w.Key]; elsewhere && !before[w.Key] {
+			return fmt.Errorf("two running workloads with key %s", w.Key) // also on a node not changed
+		}
 		desired[w.Key] = w
 	}
+	for _, h := range regroup { // the same rule as workloads: a disruptionMode=All gang or the pod
+		h.key = "pod/" + string(h.pod.UID)
+		if _, gang := desired["podgroup/"+h.group]; h.group != "" && gang {
+			h.key = "podgroup/" + h.group
+		}
+	}
+
 	// Finish first (what left or changed), then start: the new view is a valid allocation,
 	// so its starts fit once everything stale is gone.
 	var stale []*Workload
-	for k, cur := range m.running {
+	for k := range before {
+		cur, ok := m.running[k]
+		if !ok {
+			continue
+		}
 		if w, ok := desired[k]; !ok || !sameWorkload(cur, w) {
 			stale = append(stale, cur)
 		}
@@ -171,8 +429,8 @@ func (m *mirror) sync(args *Args, in *Inputs, skip []*corev1.Pod) error {
 		delete(m.byID, cur.ID)
 		m.finishes++
 	}
-	for i := range b.m.Workloads { // in the builder's (sorted) order: ids are deterministic
-		w := &b.m.Workloads[i]
+	for i := range ws { // in the builder's (sorted) order: ids are deterministic
+		w := &ws[i]
 		if cur, ok := m.running[w.Key]; ok {
 			cur.Pods, cur.Claims = w.Pods, w.Claims // the same workload: keep the newest objects
 			continue
@@ -187,7 +445,44 @@ func (m *mirror) sync(args *Args, in *Inputs, skip []*corev1.Pod) error {
 		m.byID[w.ID] = w
 		m.starts++
 	}
+
+	// The C cluster holds the view: remember what it was derived from.
+	for n, st := range fresh {
+		if old := m.nodes[n]; old != nil {
+			for uid := range old.pods {
+				if m.podNode[uid] == n {
+					delete(m.podNode, uid)
+				}
+			}
+		}
+		if st == nil {
+			delete(m.nodes, n)
+			continue
+		}
+		m.nodes[n] = st
+		for _, p := range in.Pods[n] {
+			m.podNode[p.UID] = n
+		}
+	}
+	for g := range touched {
+		if len(members[g]) == 0 {
+			delete(m.groups, g)
+			continue
+		}
+		found, s, ok := groupStamp(b, g)
+		m.groups[g] = &groupState{found: found, volatile: !ok, objectStamp: s, nodes: members[g]}
+	}
 	return nil
+}
+
+// sortedKeys are the set's members in order.
+func sortedKeys(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // sameWorkload says whether two workloads are the same to the C cluster (ids aside).
@@ -210,7 +505,7 @@ func sameWorkload(a, b *Workload) bool {
 type decision struct {
 	plan    *Plan
 	victims []*Workload
-	synced  string // what the sync did, for the log: "rebuilt" or "+starts -finishes"
+	synced  string // what the sync did, for the log: "rebuilt, +starts -finishes, n nodes derived"
 }
 
 // decide syncs the mirror to `in` and asks for a plan for the preemptor `pods` (one pod, or
@@ -218,11 +513,11 @@ type decision struct {
 func (m *mirror) decide(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1beta1.PodGroup) (*decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	rebuilds, starts, finishes := m.rebuilds, m.starts, m.finishes
+	rebuilds, starts, finishes, derived := m.rebuilds, m.starts, m.finishes, m.derived
 	if err := m.sync(args, in, pods); err != nil {
 		return nil, err
 	}
-	synced := fmt.Sprintf("+%d -%d", m.starts-starts, m.finishes-finishes)
+	synced := fmt.Sprintf("+%d -%d, %d nodes derived", m.starts-starts, m.finishes-finishes, m.derived-derived)
 	if m.rebuilds != rebuilds {
 		synced = "rebuilt, " + synced
 	}

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // versioned gives every slice a resourceVersion, as objects from an API server have: the
@@ -146,10 +149,11 @@ func TestMirrorRecoversFromARefusedView(t *testing.T) {
 	}
 }
 
-// Repeated questions on an unchanged 1,000-node state: what PostFilter pays once warm.
+// Repeated questions on an unchanged 1,000-node state of API objects (versions and
+// generations): what PostFilter pays once warm.
 func BenchmarkMirrorDecide1000(b *testing.B) {
 	s, pre := scaleState(1000)
-	versioned(s)
+	fromAPI(s)
 	m := newMirror(false)
 	defer m.close()
 	if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil); err != nil {
@@ -165,7 +169,7 @@ func BenchmarkMirrorDecide1000(b *testing.B) {
 // A new preemptor each time on a warm mirror: the decider starts cold, the state does not.
 func BenchmarkMirrorNewPreemptor1000(b *testing.B) {
 	s, pre := scaleState(1000)
-	versioned(s)
+	fromAPI(s)
 	m := newMirror(false)
 	defer m.close()
 	if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil); err != nil {
@@ -176,6 +180,212 @@ func BenchmarkMirrorNewPreemptor1000(b *testing.B) {
 		i++
 		p := tPod(fmt.Sprintf("pre%d", i), 500, "pre-gpus", nil)
 		if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{p}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// fromAPI gives every object a resourceVersion, as objects from an API server have: the
+// mirror then derives again only what changed.
+func fromAPI(s *tState) {
+	versioned(s)
+	for _, pods := range s.in.Pods {
+		for _, p := range pods {
+			p.ResourceVersion = "1"
+		}
+	}
+	for _, c := range s.in.Claims {
+		c.ResourceVersion = "1"
+	}
+}
+
+// holdsFresh asks the mirror the question (a sync) and fails unless its C cluster then holds
+// exactly the workloads a fresh model of the state has (by key, field by field) and answers
+// as a fresh cluster does.
+func holdsFresh(t *testing.T, m *mirror, s *tState, pre *corev1.Pod) {
+	t.Helper()
+	d, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil)
+	if err != nil {
+		t.Fatalf("decide: %v", err)
+	}
+	model, err := BuildModel(tArgs(), &s.in, []*corev1.Pod{pre}, nil)
+	if err != nil {
+		t.Fatalf("BuildModel: %v", err)
+	}
+	if len(model.Workloads) != len(m.running) {
+		t.Fatalf("the mirror holds %d workloads, a fresh model %d", len(m.running), len(model.Workloads))
+	}
+	for i := range model.Workloads {
+		w := &model.Workloads[i]
+		if cur, ok := m.running[w.Key]; !ok || !sameWorkload(cur, w) {
+			t.Fatalf("workload %s: the mirror holds %s, a fresh model %s", w.Key, brief(cur), brief(w))
+		}
+	}
+	if want := fresh(t, s, pre); d.plan.Status != want.Status || d.plan.Cost != want.Cost {
+		t.Fatalf("mirror plan %+v, fresh plan %+v", d.plan, want)
+	}
+}
+
+// brief shows what the C cluster holds of a workload (not its API objects).
+func brief(w *Workload) string {
+	if w == nil {
+		return "nothing"
+	}
+	c := *w
+	c.Pods, c.Claims = nil, nil
+	return fmt.Sprintf("%+v", c)
+}
+
+// replace puts a copy of node's pod `name`, changed by `change`, in its place (an API object
+// is never changed in place).
+func replace(s *tState, node, name string, change func(*corev1.Pod)) {
+	for i, p := range s.in.Pods[node] {
+		if p.Name == name {
+			q := p.DeepCopy()
+			change(q)
+			s.in.Pods[node][i] = q
+			return
+		}
+	}
+	panic("no pod " + name)
+}
+
+// A sync derives again exactly the nodes that changed: none when nothing did; the node where a
+// pod was replaced; the node where a pod changed version; the node where a claim's allocation
+// changed (the pod and its NodeInfo unchanged). After each, the mirror holds what a fresh
+// model holds.
+func TestMirrorDerivesOnlyChangedNodes(t *testing.T) {
+	s, pre := scaleState(40)
+	fromAPI(s)
+	m := newMirror(false)
+	defer m.close()
+	if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil); err != nil {
+		t.Fatalf("decide: %v", err)
+	}
+	if m.derived != 40 {
+		t.Fatalf("first sync derived %d nodes, want 40", m.derived)
+	}
+	step := func(what string, derived, starts, finishes uint64) {
+		t.Helper()
+		d0, s0, f0 := m.derived, m.starts, m.finishes
+		holdsFresh(t, m, s, pre)
+		if m.derived-d0 != derived || m.starts-s0 != starts || m.finishes-f0 != finishes || m.rebuilds != 1 {
+			t.Fatalf("%s: derived %d nodes, %d starts, %d finishes, %d rebuilds; want %d, %d, %d, 1",
+				what, m.derived-d0, m.starts-s0, m.finishes-f0, m.rebuilds, derived, starts, finishes)
+		}
+	}
+	step("unchanged", 0, 0, 0)
+
+	// The same pods in another order (the informers list them otherwise than the snapshot).
+	pods := s.in.Pods["kwok-0002"]
+	for i, j := 0, len(pods)-1; i < j; i, j = i+1, j-1 {
+		pods[i], pods[j] = pods[j], pods[i]
+	}
+	step("the same pods in another order", 0, 0, 0)
+
+	// A pod replaced by another on the same GPUs.
+	replace(s, "kwok-0003", "kwok-0003-p0", func(p *corev1.Pod) {
+		p.Name, p.UID, p.ResourceVersion = "kwok-0003-new", "uid-kwok-0003-new", "7"
+		p.Annotations = map[string]string{CostAnnotation: "3"}
+	})
+	step("a pod replaced", 1, 1, 1)
+
+	// A pod re-priced.
+	replace(s, "kwok-0009", "kwok-0009-p4", func(p *corev1.Pod) {
+		p.ResourceVersion = "2"
+		p.Annotations = map[string]string{CostAnnotation: "0.5"}
+	})
+	step("a pod changed at the same generation", 1, 1, 1)
+
+	// A claim's allocation changed (the pod now holds one GPU of its two), nothing else.
+	for i, c := range s.in.Claims {
+		if c.Name == "kwok-0007-p2-gpus" {
+			c = c.DeepCopy()
+			c.ResourceVersion = "2"
+			c.Status.Allocation.Devices.Results = c.Status.Allocation.Devices.Results[:1]
+			s.in.Claims[i] = c
+		}
+	}
+	step("a claim changed", 1, 1, 1)
+
+	// A node's pods gone: its six GPU workloads finish (nothing left to derive).
+	delete(s.in.Pods, "kwok-0011")
+	step("a node's pods gone", 0, 0, 6)
+}
+
+// A disruptionMode=All PodGroup spanning nodes is one workload: a change on one of its nodes
+// regroups it with its members elsewhere, and a change of the PodGroup object alone regroups
+// its members on unchanged nodes.
+func TestMirrorRegroupsPodGroupsAcrossNodes(t *testing.T) {
+	s := newTState()
+	for _, n := range []string{"a", "b", "c"} {
+		s.node(n, "r0")
+	}
+	all := true
+	version := "1"
+	s.in.PodGroup = func(ns, name string) *schedulingv1beta1.PodGroup {
+		if name != "g" {
+			return nil
+		}
+		g := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: "uid-g", ResourceVersion: version}}
+		if all {
+			g.Spec.DisruptionMode = &schedulingv1beta1.DisruptionMode{All: &schedulingv1beta1.AllDisruptionMode{}}
+		}
+		return g
+	}
+	for _, n := range []string{"a", "b"} {
+		p := s.run("g-"+n, n, 100, "10", 0, 1, 2, 3, 4, 5, 6, 7)
+		p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("g")}
+	}
+	s.run("c0", "c", 100, "1", 0, 1, 2, 3)
+	s.run("c4", "c", 100, "2", 4, 5, 6, 7)
+	s.claim("pre-gpus", 8, "")
+	pre := tPod("pre", 500, "pre-gpus", nil)
+	fromAPI(s)
+	m := newMirror(false)
+	defer m.close()
+	holdsFresh(t, m, s, pre)
+	if gang := m.running["podgroup/ns/g"]; gang == nil || gang.Replicas != 2 || gang.Extra != 20 {
+		t.Fatalf("the PodGroup's workload is %+v, want 2 replicas costing 20", gang)
+	}
+	step := func(what string, derived, starts, finishes uint64) {
+		t.Helper()
+		d0, s0, f0 := m.derived, m.starts, m.finishes
+		holdsFresh(t, m, s, pre)
+		if m.derived-d0 != derived || m.starts-s0 != starts || m.finishes-f0 != finishes {
+			t.Fatalf("%s: derived %d nodes, %d starts, %d finishes; want %d, %d, %d",
+				what, m.derived-d0, m.starts-s0, m.finishes-f0, derived, starts, finishes)
+		}
+	}
+	replace(s, "b", "g-b", func(p *corev1.Pod) {
+		p.ResourceVersion = "2"
+		p.Annotations = map[string]string{CostAnnotation: "30"}
+	})
+	step("a member re-priced on one node", 1, 1, 1)
+	if gang := m.running["podgroup/ns/g"]; gang == nil || gang.Extra != 40 {
+		t.Fatalf("the PodGroup's workload is %+v, want cost 40", gang)
+	}
+	all, version = false, "2"
+	step("the PodGroup no longer disrupted whole", 0, 2, 1)
+	all, version = true, "3"
+	step("the PodGroup disrupted whole again", 0, 1, 2)
+}
+
+// Each question after one node's pod changed (as after a bind): the sync derives that node.
+func BenchmarkMirrorOneNodeChanged1000(b *testing.B) {
+	s, pre := scaleState(1000)
+	fromAPI(s)
+	m := newMirror(false)
+	defer m.close()
+	if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil); err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		node := fmt.Sprintf("kwok-%04d", i%1000)
+		replace(s, node, node+"-p0", func(p *corev1.Pod) { p.ResourceVersion = fmt.Sprint(i + 1) })
+		if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Standard DRA device attributes that place a device inside its node.
@@ -447,96 +448,137 @@ func podPriority(p *corev1.Pod) int32 {
 // running turns every pod holding devices into a workload (a disruptionMode=All PodGroup's
 // pods into one gang workload), with its exact devices and cost inputs.
 func (b *builder) running(preemptors []*corev1.Pod) error {
-	skip := map[string]bool{}
-	for _, p := range preemptors {
-		skip[string(p.UID)] = true
-	}
+	skip := podUIDs(preemptors)
 	nodeNames := make([]string, 0, len(b.in.Pods))
 	for n := range b.in.Pods {
 		nodeNames = append(nodeNames, n)
 	}
 	sort.Strings(nodeNames)
-	type held struct {
-		pod     *corev1.Pod
-		entries []Entry
-		claims  []*resourcev1.ResourceClaim
-	}
-	var all []held
+	var all []*heldPod
 	for _, n := range nodeNames {
-		pods := append([]*corev1.Pod(nil), b.in.Pods[n]...)
-		sort.Slice(pods, func(i, j int) bool {
-			if pods[i].Namespace != pods[j].Namespace {
-				return pods[i].Namespace < pods[j].Namespace
-			}
-			return pods[i].Name < pods[j].Name
-		})
-		nextExt := 0
-		for _, p := range pods {
-			if skip[string(p.UID)] {
-				continue
-			}
-			var entries []Entry
-			var held1 []*resourcev1.ResourceClaim
-			claims, err := b.podClaims(p)
-			if err != nil {
-				return err
-			}
-			for _, c := range claims {
-				if b.extMode {
-					break
-				}
-				if c.Status.Allocation == nil {
-					return unsupported("bound pod %s/%s: ResourceClaim %s not allocated", p.Namespace, p.Name, c.Name)
-				}
-				if len(c.Status.ReservedFor) > 1 {
-					return unsupported("ResourceClaim %s/%s is shared by %d pods", c.Namespace, c.Name, len(c.Status.ReservedFor))
-				}
-				for _, r := range c.Status.Allocation.Devices.Results {
-					if !b.args.driverWanted(r.Driver) {
-						continue
-					}
-					e, ok := b.devices[deviceKey{r.Driver, r.Pool, r.Device}]
-					if !ok {
-						return unsupported("ResourceClaim %s/%s holds device %s/%s/%s that no ResourceSlice publishes", c.Namespace, c.Name, r.Driver, r.Pool, r.Device)
-					}
-					entries = append(entries, e)
-				}
-				held1 = append(held1, c)
-			}
-			if b.extMode {
-				for k := int64(0); k < extRequest(p, b.args.ExtendedResource); k++ {
-					if nextExt >= len(b.nodeDevs[n]) {
-						return unsupported("node %s: pods request more %s than it has", n, b.args.ExtendedResource)
-					}
-					// Which device a device plugin gave is invisible here; any assignment is
-					// equivalent because all devices of the node share one unknown domain.
-					entries = append(entries, Entry{Host: n, Path: b.nodeDevs[n][nextExt]})
-					nextExt++
-				}
-			}
-			if len(entries) > 0 {
-				all = append(all, held{p, entries, held1})
-			}
-		}
-	}
-	gangs := map[string]int{} // PodGroup key -> index in Workloads
-	timed := b.args.usesLostWork()
-	b.m.Workloads = make([]Workload, 0, len(all)) // 10,000 appends of a large struct add up
-	for _, h := range all {
-		p := h.pod
-		cost, err := costInputs(p, b.in.Now, timed)
+		held, _, err := b.nodeHeld(n, skip)
 		if err != nil {
 			return err
 		}
+		all = append(all, held...)
+	}
+	ws, err := b.workloads(all)
+	if err != nil {
+		return err
+	}
+	b.m.Workloads = ws
+	b.m.Preemptor.ID = uint64(len(b.m.Workloads) + 1)
+	return nil
+}
+
+// podUIDs is the set of the pods' UIDs.
+func podUIDs(pods []*corev1.Pod) map[types.UID]bool {
+	set := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		set[p.UID] = true
+	}
+	return set
+}
+
+// heldPod is one running pod holding devices: what the model derives from it alone (its node's
+// topology aside), so that a mirror can keep it while its node does not change.
+type heldPod struct {
+	pod     *corev1.Pod
+	entries []Entry
+	claims  []*resourcev1.ResourceClaim
+	cost    Workload // costInputs: the cost fields only
+	group   string   // "<namespace>/<PodGroup name>" the pod names, "" none
+	key     string   // the workload key it went into at the mirror's last sync
+}
+
+// nodeHeld derives node n's pods that hold devices, in the builder's order (namespace, name),
+// the pods in `skip` excepted; skipped says whether one was on the node.
+func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, skipped bool, err error) {
+	pods := append([]*corev1.Pod(nil), b.in.Pods[n]...)
+	sort.Slice(pods, func(i, j int) bool {
+		if pods[i].Namespace != pods[j].Namespace {
+			return pods[i].Namespace < pods[j].Namespace
+		}
+		return pods[i].Name < pods[j].Name
+	})
+	timed := b.args.usesLostWork()
+	nextExt := 0
+	for _, p := range pods {
+		if skip[p.UID] {
+			skipped = true
+			continue
+		}
+		var entries []Entry
+		var held1 []*resourcev1.ResourceClaim
+		claims, err := b.podClaims(p)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, c := range claims {
+			if b.extMode {
+				break
+			}
+			if c.Status.Allocation == nil {
+				return nil, false, unsupported("bound pod %s/%s: ResourceClaim %s not allocated", p.Namespace, p.Name, c.Name)
+			}
+			if len(c.Status.ReservedFor) > 1 {
+				return nil, false, unsupported("ResourceClaim %s/%s is shared by %d pods", c.Namespace, c.Name, len(c.Status.ReservedFor))
+			}
+			for _, r := range c.Status.Allocation.Devices.Results {
+				if !b.args.driverWanted(r.Driver) {
+					continue
+				}
+				e, ok := b.devices[deviceKey{r.Driver, r.Pool, r.Device}]
+				if !ok {
+					return nil, false, unsupported("ResourceClaim %s/%s holds device %s/%s/%s that no ResourceSlice publishes", c.Namespace, c.Name, r.Driver, r.Pool, r.Device)
+				}
+				entries = append(entries, e)
+			}
+			held1 = append(held1, c)
+		}
+		if b.extMode {
+			for k := int64(0); k < extRequest(p, b.args.ExtendedResource); k++ {
+				if nextExt >= len(b.nodeDevs[n]) {
+					return nil, false, unsupported("node %s: pods request more %s than it has", n, b.args.ExtendedResource)
+				}
+				// Which device a device plugin gave is invisible here; any assignment is
+				// equivalent because all devices of the node share one unknown domain.
+				entries = append(entries, Entry{Host: n, Path: b.nodeDevs[n][nextExt]})
+				nextExt++
+			}
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		cost, err := costInputs(p, b.in.Now, timed)
+		if err != nil {
+			return nil, false, err
+		}
+		h := &heldPod{pod: p, entries: entries, claims: held1, cost: cost}
+		if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
+			h.group = p.Namespace + "/" + *sg.PodGroupName
+		}
+		held = append(held, h)
+	}
+	return held, skipped, nil
+}
+
+// workloads groups held pods (in the builder's order, every member of each PodGroup they name
+// included) into workloads with ids from 1: a pod alone, or the pods of a disruptionMode=All
+// PodGroup as one gang. Each held pod's key is left for the caller to record.
+func (b *builder) workloads(all []*heldPod) ([]Workload, error) {
+	gangs := map[string]int{}           // PodGroup key -> index in the result
+	ws := make([]Workload, 0, len(all)) // 10,000 appends of a large struct add up
+	for _, h := range all {
+		p := h.pod
 		prio := podPriority(p)
 		workloadKey := "pod/" + string(p.UID)
-		if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
-			key := p.Namespace + "/" + *sg.PodGroupName
-			if g := b.podGroup(p.Namespace, *sg.PodGroupName); g != nil && g.Spec.DisruptionMode != nil && g.Spec.DisruptionMode.All != nil {
-				if i, ok := gangs[key]; ok {
-					w := &b.m.Workloads[i]
+		if h.group != "" {
+			if g := b.podGroup(p.Namespace, *p.Spec.SchedulingGroup.PodGroupName); g != nil && g.Spec.DisruptionMode != nil && g.Spec.DisruptionMode.All != nil {
+				if i, ok := gangs[h.group]; ok {
+					w := &ws[i]
 					if int32(len(h.entries)) != w.WholeDevices {
-						return unsupported("PodGroup %s: members hold different numbers of devices", key)
+						return nil, unsupported("PodGroup %s: members hold different numbers of devices", h.group)
 					}
 					for _, e := range h.entries {
 						e.Replica = uint32(w.Replicas)
@@ -545,17 +587,17 @@ func (b *builder) running(preemptors []*corev1.Pod) error {
 					w.Replicas++
 					w.Pods = append(w.Pods, p)
 					w.Claims = append(w.Claims, h.claims...)
-					w.Extra += cost.Extra
-					w.SinceCkpt = max(w.SinceCkpt, cost.SinceCkpt)
+					w.Extra += h.cost.Extra
+					w.SinceCkpt = max(w.SinceCkpt, h.cost.SinceCkpt)
 					w.Priority = max(w.Priority, prio)
 					continue
 				}
-				gangs[key] = len(b.m.Workloads)
-				workloadKey = "podgroup/" + key
+				gangs[h.group] = len(ws)
+				workloadKey = "podgroup/" + h.group
 			}
 		}
-		w := cost
-		w.ID = uint64(len(b.m.Workloads) + 1)
+		w := h.cost
+		w.ID = uint64(len(ws) + 1)
 		w.Key = workloadKey
 		w.Name = p.Namespace + "/" + p.Name
 		w.Priority = prio
@@ -565,13 +607,13 @@ func (b *builder) running(preemptors []*corev1.Pod) error {
 		w.Preemptible = true
 		w.Replicas = 1
 		w.WholeDevices = int32(len(h.entries))
-		w.Entries = h.entries
+		// A copy: a gang appends its members' entries, and h.entries stays the node's.
+		w.Entries = append([]Entry(nil), h.entries...)
 		w.Pods = []*corev1.Pod{p}
-		w.Claims = h.claims
-		b.m.Workloads = append(b.m.Workloads, w)
+		w.Claims = append([]*resourcev1.ResourceClaim(nil), h.claims...)
+		ws = append(ws, w)
 	}
-	b.m.Preemptor.ID = uint64(len(b.m.Workloads) + 1)
-	return nil
+	return ws, nil
 }
 
 // costInputs reads a pod's cost annotations; a malformed one is an error naming the pod.
