@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <random>
@@ -23,16 +24,16 @@
 #include <utility>
 #include <vector>
 
-#include "topopreempt/model/allocation.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/allocation.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/plan/verifier.hpp"
-#include "topopreempt/solvers/preemption_solver.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
+#include "topopreempt/solvers/preemption_solver.hpp"
 
 using namespace topopreempt;
 
@@ -648,6 +649,32 @@ void compare(Tally& tally, const Instance& instance, const Model& model, const B
   }
 }
 
+/// The best-effort optimum: the tightest tier with any feasible victim set wins, and its minimum
+/// cost is the optimum. Moves `truth` to that tier's optimum and returns the tier; nullopt when
+/// a tier is too large to brute-force or no tier is feasible (the caller skips the instance).
+template <CostModel Model>
+std::optional<Workload> settle_on_tightest_tier(const Allocation& state, const Workload& preemptor,
+                                                const Model& model, BruteForce& truth) {
+  for (const Workload& tier : tiers(state.topology(), preemptor)) {
+    const BruteForce at_tier = brute_force(state, tier, model);
+    if (at_tier.outcome == BruteForce::Outcome::too_large) return std::nullopt;
+    if (at_tier.outcome == BruteForce::Outcome::optimal) {
+      truth.cost = at_tier.cost;
+      truth.victims = at_tier.victims;
+      return tier;
+    }
+  }
+  return std::nullopt;
+}
+
+/// Reports every tally's headline and fails on any mismatch.
+void check_no_mismatches(std::initializer_list<const Tally*> tallies) {
+  for (const Tally* tally : tallies) {
+    MESSAGE(tally->headline());
+    CHECK_MESSAGE(tally->mismatches == 0, tally->report());
+  }
+}
+
 /// Calls `visit(model)` with cost model number `index` (all additive, all built in).
 template <class Visit>
 void with_cost_model(std::size_t index, const Allocation& state, Visit&& visit) {
@@ -725,11 +752,8 @@ TEST_SUITE("brute_force") {
                       << " brute-force placement checks) in " << seconds << " s");
     CHECK(instances >= 2000);
     CHECK(optimal >= 500);
-    for (const Tally* tally :
-         {&branch_and_bound, &knapsack, &exhaustive, &exhaustive_evictions, &greedy}) {
-      MESSAGE(tally->headline());
-      CHECK_MESSAGE(tally->mismatches == 0, tally->report());
-    }
+    check_no_mismatches(
+        {&branch_and_bound, &knapsack, &exhaustive, &exhaustive_evictions, &greedy});
     CHECK(branch_and_bound.optimal_compared >= 500);
   }
 
@@ -750,17 +774,7 @@ TEST_SUITE("brute_force") {
         if (truth.outcome == BruteForce::Outcome::too_large) return;
         std::optional<Workload> winning_tier;
         if (truth.outcome == BruteForce::Outcome::optimal) {
-          // Tightest tier with any feasible victim set wins; its minimum cost is the optimum.
-          for (const Workload& tier : tiers(state.topology(), instance->preemptor)) {
-            const BruteForce at_tier = brute_force(state, tier, model);
-            if (at_tier.outcome == BruteForce::Outcome::too_large) return;
-            if (at_tier.outcome == BruteForce::Outcome::optimal) {
-              truth.cost = at_tier.cost;
-              truth.victims = at_tier.victims;
-              winning_tier = tier;
-              break;
-            }
-          }
+          winning_tier = settle_on_tightest_tier(state, instance->preemptor, model, truth);
           if (!winning_tier) return;  // fits loosely but no guaranteed tier does: skip (see below)
           ++preempting;
         }
@@ -774,10 +788,7 @@ TEST_SUITE("brute_force") {
     }
     MESSAGE(instances << " best-effort instances, " << preempting << " needing preemption");
     CHECK(instances >= 300);
-    for (const Tally* tally : {&branch_and_bound, &knapsack, &greedy, &exhaustive}) {
-      MESSAGE(tally->headline());
-      CHECK_MESSAGE(tally->mismatches == 0, tally->report());
-    }
+    check_no_mismatches({&branch_and_bound, &knapsack, &greedy, &exhaustive});
   }
 
   TEST_CASE("scopes at core_group on the RTX 4090 server: every solver equals brute force") {
@@ -825,16 +836,7 @@ TEST_SUITE("brute_force") {
         std::optional<Workload> winning_tier;
         if (truth.outcome == BruteForce::Outcome::optimal &&
             preemptor.replica_scope.mode == RequirementMode::best_effort) {
-          for (const Workload& tier : tiers(state.topology(), preemptor)) {
-            const BruteForce at_tier = brute_force(state, tier, model);
-            if (at_tier.outcome == BruteForce::Outcome::too_large) return;
-            if (at_tier.outcome == BruteForce::Outcome::optimal) {
-              truth.cost = at_tier.cost;
-              truth.victims = at_tier.victims;
-              winning_tier = tier;
-              break;
-            }
-          }
+          winning_tier = settle_on_tightest_tier(state, preemptor, model, truth);
           if (!winning_tier) return;
         }
         const bool takes_gpus = preemptor.demand.whole_devices > 0;
@@ -861,10 +863,7 @@ TEST_SUITE("brute_force") {
     CHECK(instances >= 400);
     CHECK(infeasible >= 100);
     CHECK(optimal >= 50);
-    for (const Tally* tally : {&branch_and_bound, &knapsack, &greedy, &exhaustive}) {
-      MESSAGE(tally->headline());
-      CHECK_MESSAGE(tally->mismatches == 0, tally->report());
-    }
+    check_no_mismatches({&branch_and_bound, &knapsack, &greedy, &exhaustive});
   }
 
   TEST_CASE("distinct_hosts gangs: exact solvers match brute force, every plan keeps hosts apart") {
@@ -892,16 +891,7 @@ TEST_SUITE("brute_force") {
         if (truth.outcome == BruteForce::Outcome::too_large) return;
         std::optional<Workload> winning_tier;
         if (mix.best_effort && truth.outcome == BruteForce::Outcome::optimal) {
-          for (const Workload& tier : tiers(state.topology(), instance->preemptor)) {
-            const BruteForce at_tier = brute_force(state, tier, model);
-            if (at_tier.outcome == BruteForce::Outcome::too_large) return;
-            if (at_tier.outcome == BruteForce::Outcome::optimal) {
-              truth.cost = at_tier.cost;
-              truth.victims = at_tier.victims;
-              winning_tier = tier;
-              break;
-            }
-          }
+          winning_tier = settle_on_tightest_tier(state, instance->preemptor, model, truth);
           if (!winning_tier) return;
         }
         Workload sharing = instance->preemptor;
@@ -935,11 +925,8 @@ TEST_SUITE("brute_force") {
     CHECK(instances >= 800);
     CHECK(optimal >= 200);
     CHECK(binding >= 100);
-    for (const Tally* tally :
-         {&branch_and_bound, &knapsack, &greedy, &exhaustive, &exhaustive_evictions}) {
-      MESSAGE(tally->headline());
-      CHECK_MESSAGE(tally->mismatches == 0, tally->report());
-    }
+    check_no_mismatches(
+        {&branch_and_bound, &knapsack, &greedy, &exhaustive, &exhaustive_evictions});
     CHECK(branch_and_bound.optimal_compared >= 150);
   }
 
@@ -980,10 +967,7 @@ TEST_SUITE("brute_force") {
     MESSAGE(instances << " instances, " << optimal << " needing preemption");
     CHECK(instances >= 3000);
     CHECK(optimal >= 1000);
-    for (const Tally* tally : {&branch_and_bound, &knapsack, &greedy, &exhaustive}) {
-      MESSAGE(tally->headline());
-      CHECK_MESSAGE(tally->mismatches == 0, tally->report());
-    }
+    check_no_mismatches({&branch_and_bound, &knapsack, &greedy, &exhaustive});
     CHECK(branch_and_bound.optimal_compared >= 1000);
   }
 
