@@ -149,16 +149,25 @@ func TestMirrorRecoversFromARefusedView(t *testing.T) {
 	}
 }
 
-// Repeated questions on an unchanged 1,000-node state of API objects (versions and
-// generations): what PostFilter pays once warm.
-func BenchmarkMirrorDecide1000(b *testing.B) {
+// warmScaleMirror is the benchmarks' setup: a 1,000-node state of API objects and a mirror
+// that has answered its preemptor once (built and synced), so the loop measures warm questions.
+func warmScaleMirror(b *testing.B) (*tState, *corev1.Pod, *mirror) {
+	b.Helper()
 	s, pre := scaleState(1000)
 	fromAPI(s)
 	m := newMirror(false)
-	defer m.close()
 	if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil); err != nil {
+		m.close()
 		b.Fatal(err)
 	}
+	return s, pre, m
+}
+
+// Repeated questions on an unchanged 1,000-node state of API objects (versions and
+// generations): what PostFilter pays once warm.
+func BenchmarkMirrorDecide1000(b *testing.B) {
+	s, pre, m := warmScaleMirror(b)
+	defer m.close()
 	for b.Loop() {
 		if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil); err != nil {
 			b.Fatal(err)
@@ -168,13 +177,8 @@ func BenchmarkMirrorDecide1000(b *testing.B) {
 
 // A new preemptor each time on a warm mirror: the decider starts cold, the state does not.
 func BenchmarkMirrorNewPreemptor1000(b *testing.B) {
-	s, pre := scaleState(1000)
-	fromAPI(s)
-	m := newMirror(false)
+	s, _, m := warmScaleMirror(b)
 	defer m.close()
-	if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil); err != nil {
-		b.Fatal(err)
-	}
 	i := 0
 	for b.Loop() {
 		i++
@@ -373,13 +377,8 @@ func TestMirrorRegroupsPodGroupsAcrossNodes(t *testing.T) {
 
 // Each question after one node's pod changed (as after a bind): the sync derives that node.
 func BenchmarkMirrorOneNodeChanged1000(b *testing.B) {
-	s, pre := scaleState(1000)
-	fromAPI(s)
-	m := newMirror(false)
+	s, pre, m := warmScaleMirror(b)
 	defer m.close()
-	if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil); err != nil {
-		b.Fatal(err)
-	}
 	i := 0
 	for b.Loop() {
 		i++
