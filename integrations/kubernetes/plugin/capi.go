@@ -188,27 +188,17 @@ func (c *cluster) destroy() {
 }
 
 // start records w (running, at its Entries).
-func (c *cluster) start(w *Workload) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
-		}
-	}()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	return startWorkload(c.cl, w)
+func (c *cluster) start(w *Workload) error {
+	_, err := atCBoundary(func() (struct{}, error) { return struct{}{}, startWorkload(c.cl, w) })
+	return err
 }
 
 // finish forgets the running workload id.
-func (c *cluster) finish(id uint64, name string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
-		}
-	}()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	return check(c.cl, C.tp_cluster_workload_finish(c.cl, C.uint64_t(id)), "finish "+name)
+func (c *cluster) finish(id uint64, name string) error {
+	_, err := atCBoundary(func() (struct{}, error) {
+		return struct{}{}, check(c.cl, C.tp_cluster_workload_finish(c.cl, C.uint64_t(id)), "finish "+name)
+	})
+	return err
 }
 
 // plan asks whom to preempt for the preemptor (read-only on the cluster), with the default solver.
@@ -217,17 +207,27 @@ func (c *cluster) plan(preemptor *Workload, opts *Args) (plan *Plan, err error) 
 }
 
 // planWith is plan with a solver by name ("" the library's default).
-func (c *cluster) planWith(preemptor *Workload, opts *Args, solver string) (plan *Plan, err error) {
+func (c *cluster) planWith(preemptor *Workload, opts *Args, solver string) (*Plan, error) {
+	return atCBoundary(func() (*Plan, error) {
+		var cs cstrings
+		defer cs.free()
+		return plan1(c.cl, preemptor, opts, solver, &cs)
+	})
+}
+
+// atCBoundary runs f on a handle's behalf: pinned to its OS thread (the C ABI allows one thread
+// at a time on a handle), with a panic turned into an error, since nothing on this side of cgo
+// may crash kube-scheduler.
+func atCBoundary[T any](f func() (T, error)) (out T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			plan, err = nil, fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
+			var zero T
+			out, err = zero, fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
 		}
 	}()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var cs cstrings
-	defer cs.free()
-	return plan1(c.cl, preemptor, opts, solver, &cs)
+	return f()
 }
 
 // fillWorkload copies w into a tp_workload; strings go to cs.
