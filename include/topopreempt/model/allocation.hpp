@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "topopreempt/model/detail/preemption_index.hpp"
+#include "topopreempt/model/index_band.hpp"
 #include "topopreempt/model/placement.hpp"
 #include "topopreempt/model/resources.hpp"
 #include "topopreempt/model/topology.hpp"
@@ -43,25 +45,6 @@ struct WorkloadView {
   [[nodiscard]] Amount amount(std::size_t e, std::size_t dim) const {
     return amounts(static_cast<Eigen::Index>(dim), static_cast<Eigen::Index>(e));
   }
-};
-
-/// One priority band of the preemption index in one domain: what the preemptible workloads of
-/// one priority holding devices there have at the extreme, for price bounds that need no
-/// occupant read (see `Allocation::for_each_index_band` and `IndexPricedModel`). Each extreme
-/// is over the band's workloads that hold at least one device entry in the domain; a band
-/// none of whose workloads holds a device is not visited.
-struct IndexBand {
-  std::int32_t priority = 0;
-  /// Least `max(seconds_since_checkpoint, 0) x device_units_per_replica / device entries per
-  /// replica`: the least lost work (device-seconds) per device entry a victim frees. The most
-  /// recently checkpointed workload sets it.
-  double least_lost_work_per_entry = 0.0;
-  /// Least `max(model_size_gib, 0) / device entries per replica`: the least model size to
-  /// reload per device entry a victim frees.
-  double least_model_gib_per_entry = 0.0;
-  /// Most device entries one workload holds in all (replicas x entries per replica): no
-  /// single eviction or shrink frees more.
-  std::int64_t most_entries_per_victim = 0;
 };
 
 /// The cluster state over one `Topology`.
@@ -93,14 +76,7 @@ class Allocation {
     // Sized once so that logging a change never allocates (mutations stay no-throw after
     // validation); a topology's worth of entries, within [256, 8192] (128 KiB at most).
     change_log_.resize(std::clamp<std::size_t>(n, 256, 8192));
-    // The index covers the host level and above (a few percent of the domains: devices,
-    // NUMA nodes and sockets would multiply its size); slot = level offset + ordinal.
-    holding_level_offset_.assign(static_cast<std::size_t>(topology_->host_level()) + 2, 0);
-    for (LevelIndex level = 0; level <= topology_->host_level(); ++level) {
-      holding_level_offset_[level + 1U] =
-          holding_level_offset_[level] + topology_->domains_at(level).size();
-    }
-    holdings_.resize(holding_level_offset_.back());
+    preemption_index_ = detail::PreemptionIndex(*topology_);
     occupants_.resize(topology_->domains_at(topology_->host_level()).size());
     occupant_slots_.resize(occupants_.size());
   }
@@ -156,7 +132,8 @@ class Allocation {
   /// enclosing host, an upper bound. Cost: O(distinct priorities held there). Throws
   /// `std::out_of_range` for an unknown `d`.
   [[nodiscard]] Amount preemptible_below(DomainId d, std::int32_t priority, std::size_t dim) const {
-    return holdings_sum(d, priority, holding_amounts + dim);
+    (void)column(d);  // validates d
+    return preemption_index_.sum_amount(*topology_, d, priority, dim);
   }
   /// The preemption index: placement entries on devices (whole devices or shares) of
   /// preemptible workloads of priority strictly below `priority` in d's subtree; an upper
@@ -164,7 +141,8 @@ class Allocation {
   /// enclosing host's count below it (an upper bound). Same cost as `preemptible_below`.
   [[nodiscard]] std::int64_t preemptible_device_entries_below(DomainId d,
                                                               std::int32_t priority) const {
-    return holdings_sum(d, priority, holding_devices);
+    (void)column(d);  // validates d
+    return preemption_index_.sum_devices(*topology_, d, priority);
   }
   /// The preemption index's price extremes: calls `visit(const IndexBand&)` for each priority
   /// band strictly below `priority` in d's subtree whose workloads hold device entries there,
@@ -176,38 +154,16 @@ class Allocation {
   template <class Visitor>
   void for_each_index_band(DomainId d, std::int32_t priority, Visitor&& visit) const {
     (void)column(d);  // validates d
-    const auto& rows = holdings_[holding_slot(d)];
-    const std::size_t stride = holding_stride();
-    const std::size_t keys = holding_keys();
-    for (std::size_t row = 0; row < rows.size(); row += stride) {
-      if (rows[row + holding_priority] >= priority) break;
-      if (rows[row + keys + key_entries] == no_key) continue;  // no device holder in the band
-      IndexBand band;
-      band.priority = static_cast<std::int32_t>(rows[row + holding_priority]);
-      band.least_lost_work_per_entry = std::bit_cast<double>(rows[row + keys + key_lost_work]);
-      band.least_model_gib_per_entry = std::bit_cast<double>(rows[row + keys + key_model_gib]);
-      band.most_entries_per_victim = -rows[row + keys + key_entries];
-      visit(band);
-    }
+    preemption_index_.for_each_band(*topology_, d, priority, std::forward<Visitor>(visit));
   }
   /// The band `workload` alone would form (its own extremes; `most_entries_per_victim` 0 when
   /// it holds no device): what `check_price_sum` checks a declared `IndexPricedModel` against.
   [[nodiscard]] IndexBand index_band_of(const Workload& workload) const noexcept {
-    const BandKeys keys = band_keys(workload);
-    IndexBand band;
-    band.priority = workload.priority;
-    if (keys[key_entries] == no_key) return band;
-    band.least_lost_work_per_entry = std::bit_cast<double>(keys[key_lost_work]);
-    band.least_model_gib_per_entry = std::bit_cast<double>(keys[key_model_gib]);
-    band.most_entries_per_victim = -keys[key_entries];
-    return band;
+    return detail::PreemptionIndex::band_of(topology_->schema(), workload);
   }
   /// Bytes of the preemption index alone (part of `memory_bytes`).
   [[nodiscard]] std::size_t index_memory_bytes() const noexcept {
-    std::size_t bytes = holdings_.capacity() * sizeof(std::vector<Amount>) +
-                        holding_level_offset_.capacity() * sizeof(std::size_t);
-    for (const auto& rows : holdings_) bytes += rows.capacity() * sizeof(Amount);
-    return bytes;
+    return preemption_index_.memory_bytes();
   }
 
   /// Number of running workloads.
@@ -772,177 +728,36 @@ class Allocation {
         std::uint64_t& version = versions_[at.value];
         version = mix(version ^ entry_change);
         if (indexed && topology_->level(at) <= topology_->host_level()) {
-          add_holding(at, record.workload.priority, topology_->is_device(domain), amount, sign,
-                      keys);
+          preemption_index_.add(*topology_, at, record.workload.priority,
+                                topology_->is_device(domain), amount, sign, keys);
         }
         if (at == Topology::root()) break;
       }
     }
   }
 
-  // The preemption index: per domain at or above the host level, rows [priority, device entries,
-  // amount per dim...] of what preemptible workloads hold, ascending priority, one row per priority
-  // present (a row is dropped when it empties, so the index depends on the state, not on its
-  // history).
-  static constexpr std::size_t holding_priority = 0;
-  static constexpr std::size_t holding_devices = 1;
-  static constexpr std::size_t holding_amounts = 2;
-  // After the amounts, the band's price extremes (`IndexBand`), kept as minima of int64 so
-  // that a row stays one array: the two non-negative doubles by their bit patterns (which
-  // order as the values do), the most entries per victim negated. `no_key`: no device holder.
-  static constexpr std::size_t key_lost_work = 0;
-  static constexpr std::size_t key_model_gib = 1;
-  static constexpr std::size_t key_entries = 2;
-  static constexpr std::size_t key_count = 3;
-  static constexpr Amount no_key = std::numeric_limits<Amount>::max();
-  [[nodiscard]] std::size_t holding_keys() const noexcept {
-    return holding_amounts + topology_->schema().size();
-  }
-  [[nodiscard]] std::size_t holding_stride() const noexcept { return holding_keys() + key_count; }
-  /// A workload's contribution to its band's extremes (all `no_key` when it holds no device).
-  using BandKeys = std::array<Amount, key_count>;
+  using BandKeys = detail::PreemptionIndex::BandKeys;
   [[nodiscard]] BandKeys band_keys(const Workload& w) const noexcept {
-    BandKeys keys{no_key, no_key, no_key};
-    std::int64_t entries = w.demand.whole_devices;
-    if (entries == 0) {
-      const ResourceSchema& schema = topology_->schema();
-      for (Eigen::Index i = 0; i < w.demand.resources.size(); ++i) {
-        if (schema.is_device(static_cast<std::size_t>(i)) && w.demand.resources(i) > 0) entries = 1;
-      }
-    }
-    if (entries == 0) return keys;
-    // Not finite or negative inputs give 0, the weakest (always valid) extreme.
-    const auto key_of = [](double value) {
-      return std::bit_cast<Amount>(std::isfinite(value) && value > 0.0 ? value : 0.0);
-    };
-    const double lost = std::max(w.cost.seconds_since_checkpoint, 0.0) *
-                        (device_units_per_replica(w) / static_cast<double>(entries));
-    keys[key_lost_work] = key_of(lost);
-    keys[key_model_gib] =
-        key_of(std::max(w.cost.model_size_gib, 0.0) / static_cast<double>(entries));
-    keys[key_entries] = -static_cast<Amount>(w.replicas) * entries;
-    return keys;
+    return detail::PreemptionIndex::band_keys(topology_->schema(), w);
   }
-  static void fold_keys(Amount* into, const Amount* from) noexcept {
-    for (std::size_t k = 0; k < key_count; ++k) into[k] = std::min(into[k], from[k]);
-  }
-  /// After `gone` (a workload's keys before it left or shrank) left `hosts`: recomputes the
-  /// band extremes it may have set, bottom-up (a host's from its occupants, a domain above
-  /// from its children's bands), so that they depend on the state only. A band whose extremes
-  /// `gone` did not set is left alone: a removal cannot lower a minimum.
+  /// After `gone` (a workload's keys before it left or shrank) left `hosts`: the index
+  /// recomputes the band extremes it may have set from the hosts' remaining occupants.
   void refresh_bands(const std::vector<DomainId>& hosts, std::int32_t priority, bool indexed,
                      const BandKeys& gone) noexcept {
-    if (!indexed || gone[key_entries] == no_key) return;
-    const std::size_t keys = holding_keys();
-    for (const DomainId host : hosts) {
-      for (DomainId at = host; at.valid(); at = topology_->parent(at)) {
-        auto& rows = holdings_[holding_slot(at)];
-        const std::size_t row = holding_row(rows, priority);
-        if (row < rows.size() && rows[row + holding_priority] == priority) {
-          Amount* band = rows.data() + row + keys;
-          bool set_by_gone = false;
-          for (std::size_t k = 0; k < key_count; ++k)
-            set_by_gone = set_by_gone || band[k] == gone[k];
-          if (set_by_gone) {
-            std::fill(band, band + key_count, no_key);
-            if (at == host) {
-              for (const std::uint32_t slot : occupant_slots_[host_ordinal(host)]) {
-                const Workload& w = records_[slot].workload;
-                if (!w.preemptible || w.priority != priority) continue;
-                const BandKeys held = band_keys(w);
-                fold_keys(band, held.data());
-              }
-            } else {
-              // Children walked by subtree ends: children() allocates, and this runs after
-              // the point of no return.
-              const DomainId end = topology_->subtree_end(at);
-              for (DomainId child{at.value + 1}; child.value < end.value;
-                   child = topology_->subtree_end(child)) {
-                if (topology_->level(child) > topology_->host_level()) continue;
-                const auto& child_rows = holdings_[holding_slot(child)];
-                const std::size_t child_row = holding_row(child_rows, priority);
-                if (child_row < child_rows.size() &&
-                    child_rows[child_row + holding_priority] == priority) {
-                  fold_keys(band, child_rows.data() + child_row + keys);
-                }
-              }
-            }
-          }
-        }
-        if (at == Topology::root()) break;
-      }
-    }
+    if (!indexed) return;
+    preemption_index_.refresh(*topology_, hosts, priority, gone,
+                              [&](DomainId host, const auto& fold) {
+                                for (const std::uint32_t slot :
+                                     occupant_slots_[host_ordinal(host)]) {
+                                  const Workload& w = records_[slot].workload;
+                                  if (w.preemptible && w.priority == priority) fold(w);
+                                }
+                              });
   }
-  /// Index slot of d, or of its nearest ancestor at or above the host level (its host, where
-  /// the branch has one) when d lies below it.
-  [[nodiscard]] std::size_t holding_slot(DomainId d) const noexcept {
-    while (topology_->level(d) > topology_->host_level()) d = topology_->parent(d);
-    return holding_level_offset_[topology_->level(d)] + topology_->ordinal(d);
-  }
-  [[nodiscard]] std::int64_t holdings_sum(DomainId d, std::int32_t priority,
-                                          std::size_t field) const {
-    (void)column(d);  // validates d
-    const auto& rows = holdings_[holding_slot(d)];
-    const std::size_t stride = holding_stride();
-    std::int64_t sum = 0;
-    for (std::size_t row = 0; row < rows.size(); row += stride) {
-      if (rows[row + holding_priority] >= priority) break;
-      sum += rows[row + field];
-    }
-    return sum;
-  }
-  /// Row offset of `priority` in `rows`, or where it would be inserted.
-  [[nodiscard]] std::size_t holding_row(const std::vector<Amount>& rows,
-                                        std::int32_t priority) const noexcept {
-    const std::size_t stride = holding_stride();
-    std::size_t row = 0;
-    while (row < rows.size() && rows[row + holding_priority] < priority) row += stride;
-    return row;
-  }
-  /// Makes room, before any mutation, for the index rows `record` may add (strong guarantee:
-  /// `apply` then never allocates). A shrink re-adds only rows it just emptied, which keep
-  /// their capacity.
+  /// Makes room in the index, before any mutation, for the rows `record` may add.
   void reserve_holdings(const Record& record) {
     if (!record.workload.preemptible) return;
-    const std::size_t stride = holding_stride();
-    for (DomainId domain : record.domains) {
-      for (DomainId at = domain; at.valid(); at = topology_->parent(at)) {
-        if (topology_->level(at) > topology_->host_level()) continue;
-        auto& rows = holdings_[holding_slot(at)];
-        const std::size_t row = holding_row(rows, record.workload.priority);
-        if (row == rows.size() || rows[row + holding_priority] != record.workload.priority) {
-          rows.reserve(rows.size() + stride);
-        }
-        if (at == Topology::root()) break;
-      }
-    }
-  }
-  template <class Column>
-  void add_holding(DomainId at, std::int32_t priority, bool device, const Column& amount, int sign,
-                   const BandKeys& keys) noexcept {
-    auto& rows = holdings_[holding_slot(at)];
-    const std::size_t stride = holding_stride();
-    const std::size_t key_offset = holding_keys();
-    std::size_t row = holding_row(rows, priority);
-    if (row == rows.size() || rows[row + holding_priority] != priority) {
-      // Never reallocates: reserve_holdings made room (or the row was emptied just before).
-      rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(row), stride, Amount{0});
-      rows[row + holding_priority] = priority;
-      std::fill_n(rows.begin() + static_cast<std::ptrdiff_t>(row + key_offset), key_count, no_key);
-    }
-    // An arrival can only lower the extremes; a departure's are recomputed by refresh_bands.
-    if (sign > 0) fold_keys(rows.data() + row + key_offset, keys.data());
-    rows[row + holding_devices] += device ? sign : 0;
-    bool empty = rows[row + holding_devices] == 0;
-    for (std::size_t i = 0; i < key_offset - holding_amounts; ++i) {
-      Amount& held = rows[row + holding_amounts + i];
-      held +=
-          sign > 0 ? amount(static_cast<Eigen::Index>(i)) : -amount(static_cast<Eigen::Index>(i));
-      empty = empty && held == 0;
-    }
-    if (empty)
-      rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(row),
-                 rows.begin() + static_cast<std::ptrdiff_t>(row + stride));
+    preemption_index_.reserve(*topology_, record.domains, record.workload.priority);
   }
 
   /// Local used amount (the domain's own pools/device, excluding children).
@@ -967,8 +782,7 @@ class Allocation {
   };
   std::vector<ChangeLogEntry> change_log_;                  // ring: entry i at i % size()
   std::uint64_t change_count_ = 0;                          // entries ever logged
-  std::vector<std::vector<Amount>> holdings_;               // per indexed domain (holding_slot)
-  std::vector<std::size_t> holding_level_offset_;           // first slot of each level <= host
+  detail::PreemptionIndex preemption_index_;                // host level and above
   std::vector<std::vector<WorkloadId>> occupants_;          // per host ordinal
   std::vector<std::vector<std::uint32_t>> occupant_slots_;  // parallel: record slots
   std::vector<Record> records_;
@@ -976,176 +790,7 @@ class Allocation {
   std::unordered_map<std::uint64_t, std::uint32_t> index_;
 };
 
-namespace detail {
-
-/// Why a footprint at `domain` breaks a guaranteed scope at `level`: it spans a wider domain,
-/// or it lies deeper on a branch that has no domain of that level.
-[[nodiscard]] inline std::string scope_breach(const Topology& topology, DomainId domain,
-                                              LevelIndex level) {
-  if (topology.level(domain) < level) return "it spans " + topology.describe(domain);
-  return "it occupies " + topology.describe(domain) + ", which lies in no " +
-         topology.levels()[level];
-}
-
-}  // namespace detail
-
-/// Throws unless `workload` could start at `placement` once the local amounts in `released`
-/// (domain, amount) are freed: the checks and messages of `add` on the state after the release.
-inline void Allocation::check_addable(const Workload& workload, const Placement& placement,
-                                      const Released& released) const {
-  const Topology& topology = *topology_;
-  const ResourceSchema& schema = topology.schema();
-  validate(workload, topology);
-  if (contains(workload.id)) throw std::invalid_argument(workload.label() + " is already running");
-  if (placement.replicas.size() != static_cast<std::size_t>(workload.replicas)) {
-    throw std::invalid_argument(workload.label() + " has " + std::to_string(workload.replicas) +
-                                " replicas but the placement has " +
-                                std::to_string(placement.replicas.size()));
-  }
-  const ResourceVector demand =
-      workload.demand.resources.size() == 0 ? schema.zeros() : workload.demand.resources;
-  const auto dims = static_cast<Eigen::Index>(schema.size());
-  bool share = false;
-  for (Eigen::Index i = 0; i < dims; ++i) {
-    share = share || (schema.is_device(static_cast<std::size_t>(i)) && demand(i) > 0);
-  }
-  // Amounts the placement adds per domain, so two entries on one domain are checked together.
-  std::vector<std::pair<DomainId, ResourceVector>> added;
-  std::unordered_map<std::uint32_t, std::size_t> added_index;  // built once `added` is large
-  const auto level_of_scope = [&](const TopologyRequirement& scope) -> std::optional<LevelIndex> {
-    if (scope.mode != RequirementMode::guaranteed) return std::nullopt;
-    return topology.level_index(scope.level);
-  };
-  const std::optional<LevelIndex> replica_level = level_of_scope(workload.replica_scope);
-  const std::optional<LevelIndex> gang_level = level_of_scope(workload.gang_scope);
-  DomainId gang_domain;
-  // (host, replica) of every placed replica when anti-affinity is asked, checked after the loop.
-  std::vector<std::pair<DomainId, std::size_t>> hosts_used;
-  for (std::size_t r = 0; r < placement.replicas.size(); ++r) {
-    // Messages are built only on failure: add() is on every scheduler's hot path.
-    const auto where = [&] { return workload.label() + " replica " + std::to_string(r); };
-    const auto& entries = placement.replicas[r].entries;
-    if (entries.empty() && (demand.any() || workload.demand.whole_devices > 0)) {
-      throw std::invalid_argument(where() + " has no placement entries");
-    }
-    ResourceVector pooled_sum = schema.zeros();
-    std::int32_t whole = 0;
-    std::int32_t shares = 0;
-    DomainId replica_domain;
-    for (const auto& entry : entries) {
-      if (!entry.domain.valid() || entry.domain.value >= topology.size()) {
-        throw std::invalid_argument(where() + " names unknown domain id " +
-                                    std::to_string(entry.domain.value));
-      }
-      const auto at = [&] { return where() + " on " + topology.describe(entry.domain); };
-      if (static_cast<std::size_t>(entry.amount.size()) != schema.size()) {
-        throw std::invalid_argument(at() + ": amount has " + std::to_string(entry.amount.size()) +
-                                    " entries, the schema " + std::to_string(schema.size()));
-      }
-      if ((entry.amount.array() < 0).any()) throw std::invalid_argument(at() + ": negative amount");
-      if (!entry.amount.any()) throw std::invalid_argument(at() + ": empty entry");
-      const bool device = topology.is_device(entry.domain);
-      for (Eigen::Index i = 0; i < dims; ++i) {
-        if (entry.amount(i) > 0 && schema.is_device(static_cast<std::size_t>(i)) != device) {
-          throw std::invalid_argument(at() + ": '" + schema[static_cast<std::size_t>(i)].name +
-                                      "' cannot be taken from this domain");
-        }
-      }
-      if (device) {
-        if (entry.amount == topology.local_capacity(entry.domain) && !share) {
-          ++whole;
-        } else if (share && entry.amount == demand.cwiseProduct(device_mask(schema))) {
-          ++shares;
-        } else {
-          throw std::invalid_argument(at() +
-                                      ": a device entry must be the whole device or exactly "
-                                      "the replica's share");
-        }
-      } else if (!checked_accumulate(pooled_sum, entry.amount)) {
-        throw std::invalid_argument(at() + ": the replica's pooled amounts overflow 64 bits");
-      }
-      // Small placements scan (the hot path); large ones (a gang of 400,000 replicas) look the
-      // domain up in a hash index, so validation stays linear in the placement.
-      auto it = added.end();
-      if (added_index.empty() && added.size() < 32) {
-        it = std::find_if(added.begin(), added.end(),
-                          [&](const auto& item) { return item.first == entry.domain; });
-      } else {
-        if (added_index.empty()) {
-          for (std::size_t k = 0; k < added.size(); ++k)
-            added_index.emplace(added[k].first.value, k);
-        }
-        const auto known = added_index.find(entry.domain.value);
-        if (known != added_index.end())
-          it = added.begin() + static_cast<std::ptrdiff_t>(known->second);
-      }
-      if (it == added.end()) {
-        if (!added_index.empty()) added_index.emplace(entry.domain.value, added.size());
-        added.emplace_back(entry.domain, entry.amount);
-      } else if (!checked_accumulate(it->second, entry.amount)) {
-        throw std::invalid_argument(at() + ": the amounts placed on this domain overflow 64 bits");
-      }
-    }
-    if (whole != workload.demand.whole_devices || shares != (share ? 1 : 0)) {
-      throw std::invalid_argument(
-          where() + " holds " + std::to_string(whole) + " whole devices and " +
-          std::to_string(shares) + " shares, it needs " +
-          std::to_string(workload.demand.whole_devices) + " and " + (share ? "1" : "0"));
-    }
-    if (pooled_sum != demand.cwiseProduct(ResourceVector::Ones(dims) - device_mask(schema))) {
-      throw std::invalid_argument(
-          where() + " holds pooled " + schema.format(pooled_sum) + " but needs " +
-          schema.format(demand.cwiseProduct(ResourceVector::Ones(dims) - device_mask(schema))));
-    }
-    if (entries.empty()) continue;
-    // Pools that enclose the replica's devices serve it without widening its scope.
-    replica_domain = Placement::footprint_domain(topology, entries);
-    if (topology.level(replica_domain) < topology.host_level()) {
-      throw std::invalid_argument(where() + " spans more than one " +
-                                  topology.levels()[topology.host_level()]);
-    }
-    // A scope holds only where the footprint lies inside one domain of its level: a deeper
-    // domain on a branch that skips the level (a GPU beside the core groups) does not.
-    if (replica_level && !topology.lies_within_level(replica_domain, *replica_level)) {
-      throw std::invalid_argument(
-          where() + " breaks its guaranteed replica scope '" + workload.replica_scope.level +
-          "' (" + detail::scope_breach(topology, replica_domain, *replica_level) + ")");
-    }
-    gang_domain = gang_domain.valid() ? topology.lowest_common_ancestor(gang_domain, replica_domain)
-                                      : replica_domain;
-    if (workload.distinct_hosts) {
-      hosts_used.emplace_back(topology.ancestor_at(replica_domain, topology.host_level()), r);
-    }
-  }
-  if (hosts_used.size() > 1) {
-    // Sorting keeps a 400,000-replica gang linearithmic; equal hosts end up side by side.
-    std::sort(hosts_used.begin(), hosts_used.end());
-    for (std::size_t i = 1; i < hosts_used.size(); ++i) {
-      if (hosts_used[i].first != hosts_used[i - 1].first) continue;
-      throw std::invalid_argument(workload.label() + " replicas " +
-                                  std::to_string(hosts_used[i - 1].second) + " and " +
-                                  std::to_string(hosts_used[i].second) + " share " +
-                                  topology.describe(hosts_used[i].first) +
-                                  ", but distinct_hosts puts each replica on its own " +
-                                  topology.levels()[topology.host_level()]);
-    }
-  }
-  if (gang_level && gang_domain.valid() && !topology.lies_within_level(gang_domain, *gang_level)) {
-    throw std::invalid_argument(workload.label() + " breaks its guaranteed gang scope '" +
-                                workload.gang_scope.level + "' (" +
-                                detail::scope_breach(topology, gang_domain, *gang_level) + ")");
-  }
-  for (const auto& [domain, amount] : added) {
-    ResourceVector room = topology.local_capacity(domain) - local_used(domain);
-    for (const auto& [freed_domain, freed] : released) {
-      if (freed_domain == domain) room += freed;
-    }
-    if (!all_less_equal(amount, room)) {
-      throw std::invalid_argument(workload.label() + " over-commits " + topology.describe(domain) +
-                                  ": asks " + schema.format(amount) + ", free " +
-                                  schema.format(room));
-    }
-  }
-}
-
 }  // namespace topopreempt
+
+// `Allocation::check_addable`, the admission checks of `add` and `preempt_and_start`.
+#include "topopreempt/model/detail/admission_checks.hpp"  // IWYU pragma: export

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+/// @file preemption_index.hpp
+/// The preemption index that `Allocation` keeps: per domain at or above the host level, what
+/// the preemptible workloads of each priority hold there (amounts, device entries) and their
+/// price extremes. Internal: `Allocation` owns one and answers for it
+/// (`preemptible_below`, `preemptible_device_entries_below`, `for_each_index_band`).
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "topopreempt/model/index_band.hpp"
+#include "topopreempt/model/resources.hpp"
+#include "topopreempt/model/topology.hpp"
+#include "topopreempt/model/workload.hpp"
+
+namespace topopreempt {
+
+namespace detail {
+
+/// Per domain at or above the host level, rows [priority, device entries, amount per dim...,
+/// price keys...] of what preemptible workloads hold, ascending priority, one row per priority
+/// present. A row is dropped when it empties and removals recompute the extremes, so the index
+/// depends on the state, not on its history.
+///
+/// Every call takes the topology the index was built for (the owning `Allocation` shares it).
+/// `reserve` allocates; after it, `add` and `refresh` never do (the owner's strong guarantee).
+class PreemptionIndex {
+ public:
+  /// The price keys of one workload: its contribution to its band's extremes (all `no_key`
+  /// when it holds no device).
+  static constexpr std::size_t key_lost_work = 0;
+  static constexpr std::size_t key_model_gib = 1;
+  static constexpr std::size_t key_entries = 2;
+  static constexpr std::size_t key_count = 3;
+  using BandKeys = std::array<Amount, key_count>;
+
+  PreemptionIndex() = default;
+  /// An empty index over `topology`'s host level and above (a few percent of the domains:
+  /// devices, NUMA nodes and sockets would multiply its size); slot = level offset + ordinal.
+  explicit PreemptionIndex(const Topology& topology) : dims_(topology.schema().size()) {
+    level_offset_.assign(static_cast<std::size_t>(topology.host_level()) + 2, 0);
+    for (LevelIndex level = 0; level <= topology.host_level(); ++level) {
+      level_offset_[level + 1U] = level_offset_[level] + topology.domains_at(level).size();
+    }
+    rows_.resize(level_offset_.back());
+  }
+
+  /// Device entries of the bands strictly below `priority` at d (or at d's host below it).
+  [[nodiscard]] std::int64_t sum_devices(const Topology& topology, DomainId d,
+                                         std::int32_t priority) const noexcept {
+    return sum(topology, d, priority, holding_devices);
+  }
+  /// Amount in `dim` of the bands strictly below `priority` at d (or at d's host below it).
+  [[nodiscard]] std::int64_t sum_amount(const Topology& topology, DomainId d,
+                                        std::int32_t priority, std::size_t dim) const noexcept {
+    return sum(topology, d, priority, holding_amounts + dim);
+  }
+
+  /// Calls `visit(const IndexBand&)` for each band strictly below `priority` at d (or d's
+  /// host below it) that holds device entries, ascending priority.
+  template <class Visitor>
+  void for_each_band(const Topology& topology, DomainId d, std::int32_t priority,
+                     Visitor&& visit) const {
+    const auto& rows = rows_[slot(topology, d)];
+    const std::size_t stride = this->stride();
+    const std::size_t keys = key_offset();
+    for (std::size_t row = 0; row < rows.size(); row += stride) {
+      if (rows[row + holding_priority] >= priority) break;
+      if (rows[row + keys + key_entries] == no_key) continue;  // no device holder in the band
+      IndexBand band;
+      band.priority = static_cast<std::int32_t>(rows[row + holding_priority]);
+      band.least_lost_work_per_entry = std::bit_cast<double>(rows[row + keys + key_lost_work]);
+      band.least_model_gib_per_entry = std::bit_cast<double>(rows[row + keys + key_model_gib]);
+      band.most_entries_per_victim = -rows[row + keys + key_entries];
+      visit(band);
+    }
+  }
+
+  /// The band `w` alone would form (`most_entries_per_victim` 0 when it holds no device).
+  [[nodiscard]] static IndexBand band_of(const ResourceSchema& schema, const Workload& w) noexcept {
+    const BandKeys keys = band_keys(schema, w);
+    IndexBand band;
+    band.priority = w.priority;
+    if (keys[key_entries] == no_key) return band;
+    band.least_lost_work_per_entry = std::bit_cast<double>(keys[key_lost_work]);
+    band.least_model_gib_per_entry = std::bit_cast<double>(keys[key_model_gib]);
+    band.most_entries_per_victim = -keys[key_entries];
+    return band;
+  }
+
+  /// The keys `w` folds into its band's extremes.
+  [[nodiscard]] static BandKeys band_keys(const ResourceSchema& schema, const Workload& w) noexcept {
+    BandKeys keys{no_key, no_key, no_key};
+    std::int64_t entries = w.demand.whole_devices;
+    if (entries == 0) {
+      for (Eigen::Index i = 0; i < w.demand.resources.size(); ++i) {
+        if (schema.is_device(static_cast<std::size_t>(i)) && w.demand.resources(i) > 0) entries = 1;
+      }
+    }
+    if (entries == 0) return keys;
+    // Not finite or negative inputs give 0, the weakest (always valid) extreme.
+    const auto key_of = [](double value) {
+      return std::bit_cast<Amount>(std::isfinite(value) && value > 0.0 ? value : 0.0);
+    };
+    const double lost = std::max(w.cost.seconds_since_checkpoint, 0.0) *
+                        (device_units_per_replica(w) / static_cast<double>(entries));
+    keys[key_lost_work] = key_of(lost);
+    keys[key_model_gib] =
+        key_of(std::max(w.cost.model_size_gib, 0.0) / static_cast<double>(entries));
+    keys[key_entries] = -static_cast<Amount>(w.replicas) * entries;
+    return keys;
+  }
+
+  /// Makes room, before any mutation, for the rows a preemptible workload of `priority` with
+  /// entries on `domains` may add (strong guarantee: `add` then never allocates). A shrink
+  /// re-adds only rows it just emptied, which keep their capacity.
+  void reserve(const Topology& topology, std::span<const DomainId> domains, std::int32_t priority) {
+    const std::size_t stride = this->stride();
+    for (DomainId domain : domains) {
+      for (DomainId at = domain; at.valid(); at = topology.parent(at)) {
+        if (topology.level(at) > topology.host_level()) continue;
+        auto& rows = rows_[slot(topology, at)];
+        const std::size_t row = row_of(rows, priority);
+        if (row == rows.size() || rows[row + holding_priority] != priority) {
+          rows.reserve(rows.size() + stride);
+        }
+        if (at == Topology::root()) break;
+      }
+    }
+  }
+
+  /// Adds (sign +1) or subtracts (-1) one entry's `amount` at domain `at` (at or above the
+  /// host level) to the band `priority`; `device` when the entry sits on a device.
+  template <class Column>
+  void add(const Topology& topology, DomainId at, std::int32_t priority, bool device,
+           const Column& amount, int sign, const BandKeys& keys) noexcept {
+    auto& rows = rows_[slot(topology, at)];
+    const std::size_t stride = this->stride();
+    const std::size_t key_offset = this->key_offset();
+    std::size_t row = row_of(rows, priority);
+    if (row == rows.size() || rows[row + holding_priority] != priority) {
+      // Never reallocates: reserve made room (or the row was emptied just before).
+      rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(row), stride, Amount{0});
+      rows[row + holding_priority] = priority;
+      std::fill_n(rows.begin() + static_cast<std::ptrdiff_t>(row + key_offset), key_count, no_key);
+    }
+    // An arrival can only lower the extremes; a departure's are recomputed by refresh.
+    if (sign > 0) fold_keys(rows.data() + row + key_offset, keys.data());
+    rows[row + holding_devices] += device ? sign : 0;
+    bool empty = rows[row + holding_devices] == 0;
+    for (std::size_t i = 0; i < key_offset - holding_amounts; ++i) {
+      Amount& held = rows[row + holding_amounts + i];
+      held +=
+          sign > 0 ? amount(static_cast<Eigen::Index>(i)) : -amount(static_cast<Eigen::Index>(i));
+      empty = empty && held == 0;
+    }
+    if (empty)
+      rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(row),
+                 rows.begin() + static_cast<std::ptrdiff_t>(row + stride));
+  }
+
+  /// After a workload with keys `gone` left (or shrank on) `hosts`: recomputes the band
+  /// extremes it may have set, bottom-up (a host's from its occupants, a domain above from
+  /// its children's bands), so that they depend on the state only. A band whose extremes
+  /// `gone` did not set is left alone: a removal cannot lower a minimum.
+  /// `for_each_band_member(host, fold)` calls `fold(const Workload&)` for every preemptible
+  /// occupant of `host` of `priority` (it must not allocate: this runs after the point of no
+  /// return).
+  template <class ForEachBandMember>
+  void refresh(const Topology& topology, const std::vector<DomainId>& hosts,
+               std::int32_t priority, const BandKeys& gone,
+               ForEachBandMember&& for_each_band_member) noexcept {
+    if (gone[key_entries] == no_key) return;
+    const std::size_t keys = key_offset();
+    const ResourceSchema& schema = topology.schema();
+    for (const DomainId host : hosts) {
+      for (DomainId at = host; at.valid(); at = topology.parent(at)) {
+        auto& rows = rows_[slot(topology, at)];
+        const std::size_t row = row_of(rows, priority);
+        if (row < rows.size() && rows[row + holding_priority] == priority) {
+          Amount* band = rows.data() + row + keys;
+          bool set_by_gone = false;
+          for (std::size_t k = 0; k < key_count; ++k)
+            set_by_gone = set_by_gone || band[k] == gone[k];
+          if (set_by_gone) {
+            std::fill(band, band + key_count, no_key);
+            if (at == host) {
+              for_each_band_member(host, [&](const Workload& w) {
+                const BandKeys held = band_keys(schema, w);
+                fold_keys(band, held.data());
+              });
+            } else {
+              // Children walked by subtree ends: children() allocates, and this runs after
+              // the point of no return.
+              const DomainId end = topology.subtree_end(at);
+              for (DomainId child{at.value + 1}; child.value < end.value;
+                   child = topology.subtree_end(child)) {
+                if (topology.level(child) > topology.host_level()) continue;
+                const auto& child_rows = rows_[slot(topology, child)];
+                const std::size_t child_row = row_of(child_rows, priority);
+                if (child_row < child_rows.size() &&
+                    child_rows[child_row + holding_priority] == priority) {
+                  fold_keys(band, child_rows.data() + child_row + keys);
+                }
+              }
+            }
+          }
+        }
+        if (at == Topology::root()) break;
+      }
+    }
+  }
+
+  /// Bytes the index holds.
+  [[nodiscard]] std::size_t memory_bytes() const noexcept {
+    std::size_t bytes = rows_.capacity() * sizeof(std::vector<Amount>) +
+                        level_offset_.capacity() * sizeof(std::size_t);
+    for (const auto& rows : rows_) bytes += rows.capacity() * sizeof(Amount);
+    return bytes;
+  }
+
+ private:
+  static constexpr std::size_t holding_priority = 0;
+  static constexpr std::size_t holding_devices = 1;
+  static constexpr std::size_t holding_amounts = 2;
+  // After the amounts, the band's price extremes (`IndexBand`), kept as minima of int64 so
+  // that a row stays one array: the two non-negative doubles by their bit patterns (which
+  // order as the values do), the most entries per victim negated. `no_key`: no device holder.
+  static constexpr Amount no_key = std::numeric_limits<Amount>::max();
+
+  [[nodiscard]] std::size_t key_offset() const noexcept { return holding_amounts + dims_; }
+  [[nodiscard]] std::size_t stride() const noexcept { return key_offset() + key_count; }
+
+  static void fold_keys(Amount* into, const Amount* from) noexcept {
+    for (std::size_t k = 0; k < key_count; ++k) into[k] = std::min(into[k], from[k]);
+  }
+  /// Index slot of d, or of its nearest ancestor at or above the host level (its host, where
+  /// the branch has one) when d lies below it.
+  [[nodiscard]] std::size_t slot(const Topology& topology, DomainId d) const noexcept {
+    while (topology.level(d) > topology.host_level()) d = topology.parent(d);
+    return level_offset_[topology.level(d)] + topology.ordinal(d);
+  }
+  [[nodiscard]] std::int64_t sum(const Topology& topology, DomainId d, std::int32_t priority,
+                                 std::size_t field) const noexcept {
+    const auto& rows = rows_[slot(topology, d)];
+    const std::size_t stride = this->stride();
+    std::int64_t total = 0;
+    for (std::size_t row = 0; row < rows.size(); row += stride) {
+      if (rows[row + holding_priority] >= priority) break;
+      total += rows[row + field];
+    }
+    return total;
+  }
+  /// Row offset of `priority` in `rows`, or where it would be inserted.
+  [[nodiscard]] std::size_t row_of(const std::vector<Amount>& rows,
+                                   std::int32_t priority) const noexcept {
+    const std::size_t stride = this->stride();
+    std::size_t row = 0;
+    while (row < rows.size() && rows[row + holding_priority] < priority) row += stride;
+    return row;
+  }
+
+  std::size_t dims_ = 0;
+  std::vector<std::vector<Amount>> rows_;  // per indexed domain (slot)
+  std::vector<std::size_t> level_offset_;  // first slot of each level <= host
+};
+
+}  // namespace detail
+}  // namespace topopreempt
