@@ -193,15 +193,15 @@ Model build_model(const tp_snapshot_t& snapshot, const tp_request_t& request) {
   std::vector<std::string> levels = {"cluster"};
   for (int level = top_level; level >= 0; --level) levels.push_back(switch_level_name(level));
   for (const auto& level : base_levels()) levels.push_back(level);
-  // `node_slot` (1 per node, demanded by the preemptor only) keeps two replicas of a Slurm job
-  // off one node: `-N2` means two distinct nodes, and topopreempt has no anti-affinity of its
-  // own (a gang's replicas may share a host). Running jobs hold none, so nodes stay shared.
-  // A node the preemptor may not use (partition, -x, backfill's reservations, features...)
-  // gets no slot at all, so no replica lands there while its running jobs still count.
+  // `eligible`: "this node admits the preemptor". A node the preemptor may use gets as much as
+  // all its replicas demand (one each), so it never limits how many land there (the
+  // preemptor's `distinct_hosts` keeps them on distinct nodes); a node it may not use
+  // (partition, -x, backfill's reservations, features, DOWN/DRAIN...) gets none, so no replica
+  // lands there while its running jobs still count. Running jobs hold none of it.
   std::vector<tp::ResourceDimension> dimensions = {
       {"gpu", tp::ResourceKind::device},
       {"core", tp::ResourceKind::pooled},
-      {"node_slot", tp::ResourceKind::pooled}};
+      {"eligible", tp::ResourceKind::pooled}};
   if (model.memory) dimensions.push_back({"memory", tp::ResourceKind::pooled});
   tp::ResourceSchema schema(dimensions);
   tp::TopologyBuilder builder(levels, schema, "gpu", "node", "cluster");
@@ -232,13 +232,13 @@ Model build_model(const tp_snapshot_t& snapshot, const tp_request_t& request) {
     const auto parent = node.leaf_switch >= 0 && node.leaf_switch < snapshot.switch_count
                             ? switch_handle[static_cast<std::size_t>(node.leaf_switch)]
                             : builder.root();
-    tp::ResourceVector node_capacity = schema.make({{"node_slot", eligible(request, n) ? 1 : 0}});
+    const std::int64_t admits = eligible(request, n) ? std::max(1, request.nodes) : 0;
+    tp::ResourceVector node_capacity = schema.make({{"eligible", admits}});
     if (model.memory) {
       if (node.memory_mb < 0) {
         throw std::invalid_argument(std::string("node ") + node.name + " has negative memory");
       }
-      node_capacity = schema.make(
-          {{"node_slot", eligible(request, n) ? 1 : 0}, {"memory", node.memory_mb}});
+      node_capacity = schema.make({{"eligible", admits}, {"memory", node.memory_mb}});
     }
     const auto host = builder.add(parent, "node", node.name, node_capacity);
     std::vector<tp::TopologyBuilder::Handle> sockets;
@@ -406,11 +406,14 @@ tp::Workload preemptor_workload(const Model& model, const tp_request_t& request,
   w.name = request.name != nullptr ? request.name : "";
   w.priority = request.priority;
   w.replicas = request.nodes;
+  // -N<n> means n distinct nodes.
+  w.distinct_hosts = true;
   w.demand.whole_devices = share.gpus;
+  // One unit of `eligible` per replica: only nodes that admit the preemptor have it.
   w.demand.resources =
       model.memory ? model.topology->schema().make(
-                         {{"core", share.cores}, {"node_slot", 1}, {"memory", share.memory_mb}})
-                   : model.topology->schema().make({{"core", share.cores}, {"node_slot", 1}});
+                         {{"core", share.cores}, {"eligible", 1}, {"memory", share.memory_mb}})
+                   : model.topology->schema().make({{"core", share.cores}, {"eligible", 1}});
   // A Slurm node's share never spans nodes: -N1 is the node scope.
   w.replica_scope = tp::TopologyRequirement::guaranteed(
       request.replica_scope == TP_SCOPE_SOCKET ? "socket" : "node");

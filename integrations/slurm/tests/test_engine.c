@@ -123,6 +123,17 @@ static int count_lines(const char* path) {
   return lines;
 }
 
+/* The last line of `path` (the latest plan in the plan log) into `line`; "" if none. */
+static const char* last_line(const char* path, char* line, int size) {
+  FILE* in = fopen(path, "r");
+  char buffer[4096];
+  line[0] = '\0';
+  if (!in) return line;
+  while (fgets(buffer, sizeof buffer, in)) snprintf(line, (size_t)size, "%s", buffer);
+  fclose(in);
+  return line;
+}
+
 static tp_engine_t* engine_with(const char* dir, const char* text) {
   char path[512];
   snprintf(path, sizeof path, "%s/topopreempt.conf", dir);
@@ -300,6 +311,56 @@ int main(void) {
     excluded.eligible = not_n1;
     CHECK(tp_engine_plan(engine, &s, &excluded, 50) == TP_PLAN_VICTIMS);
     CHECK(tp_engine_victim_rank(engine, 104) == 0 && tp_engine_victim_rank(engine, 801) == -1);
+  }
+
+  /* -N2 means two distinct nodes. n0 holds two priority-0 4-GPU jobs (cost 1 each); n1, n2
+   * and n3 one preemptible job each on socket 1 (priority 1, 4 and 2: cost 2, 5 and 3) beside
+   * a protected one. Evicting both n0 jobs (cost 2) would free room for both replicas on n0;
+   * on distinct nodes the cheapest is one n0 job and n1's (cost 3), and the plan log's
+   * placement names n0 and n1. With n1 ineligible no replica lands there: one n0 job and n3's
+   * (cost 4). With only n0 eligible there are not two nodes: infeasible in the model itself,
+   * not merely refused by the cons_tres check. */
+  clear_jobs();
+  add_job(1001, 0, 1, 0, 0x0F);
+  add_job(1002, 0, 1, 0, 0xF0);
+  add_job(1011, 1, 1, 1, 0xF0);
+  add_job(1021, 4, 1, 2, 0xF0);
+  add_job(1031, 2, 1, 3, 0xF0);
+  for (int n = 1; n < 4; ++n) add_job(1100 + n, 9, 0, n, 0x0F);
+  s = snapshot();
+  {
+    char line[4096];
+    tp_request_t two = socket_request(5);
+    two.nodes = 2;
+    two.replica_scope = TP_SCOPE_NONE;
+    errors_logged = 0;
+    CHECK(tp_engine_plan(engine, &s, &two, 80) == TP_PLAN_VICTIMS);
+    CHECK(errors_logged == 0); /* no plan refused by the cons_tres check */
+    CHECK((tp_engine_victim_rank(engine, 1001) >= 0) + (tp_engine_victim_rank(engine, 1002) >= 0) ==
+          1);
+    CHECK(tp_engine_victim_rank(engine, 1011) >= 0);
+    CHECK(tp_engine_victim_rank(engine, 1021) == -1 && tp_engine_victim_rank(engine, 1031) == -1);
+    last_line(plan_log, line, sizeof line);
+    CHECK(strstr(line, "\"preemptor\":5,") && strstr(line, "\"node\":\"n0\"") &&
+          strstr(line, "\"node\":\"n1\""));
+
+    unsigned char not_n1[4] = {1, 0, 1, 1};
+    two.eligible = not_n1;
+    CHECK(tp_engine_plan(engine, &s, &two, 80) == TP_PLAN_VICTIMS);
+    CHECK(errors_logged == 0);
+    CHECK((tp_engine_victim_rank(engine, 1001) >= 0) + (tp_engine_victim_rank(engine, 1002) >= 0) ==
+          1);
+    CHECK(tp_engine_victim_rank(engine, 1031) >= 0);
+    CHECK(tp_engine_victim_rank(engine, 1011) == -1 && tp_engine_victim_rank(engine, 1021) == -1);
+    last_line(plan_log, line, sizeof line);
+    CHECK(strstr(line, "\"node\":\"n0\"") && strstr(line, "\"node\":\"n3\"") &&
+          !strstr(line, "\"node\":\"n1\""));
+
+    unsigned char only_n0[4] = {1, 0, 0, 0};
+    two.eligible = only_n0;
+    CHECK(tp_engine_plan(engine, &s, &two, 80) == TP_PLAN_NONE);
+    last_line(plan_log, line, sizeof line);
+    CHECK(strstr(line, "\"status\":\"infeasible\"") != NULL);
   }
 
   /* --exclusive: a whole node. n0 holds two preemptible 4-GPU jobs, n1 one preemptible and one
