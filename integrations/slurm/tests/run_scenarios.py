@@ -166,12 +166,14 @@ def scenario_exclusive():
 
 
 def scenario_backfill():
-    # The tier scenario of the node case, but the main scheduler never runs in time
-    # (`defer`, sched_interval=600) while backfill runs every second: backfill reaches the job
-    # first, and its _start_job sets exc_node_bitmap (to its reserved nodes, here none).
+    # The tier scenario of the node case, with the main scheduling loop off (sched_interval=-1)
+    # and backfill every second: backfill is the only thread that preempts and starts jobs, and
+    # its _start_job sets exc_node_bitmap (to its reserved nodes, here none). With `defer` and a
+    # long sched_interval instead, the main scheduler, woken by the victims' ends, sometimes
+    # started the job after backfill had preempted for it, and the check below was a race.
     scenario = scenario_node()
     scenario.update(name="backfill", request="`-N1 --gpus=6`, started by backfill",
-                    sched_params="defer,sched_interval=600,bf_interval=1", via_backfill=True)
+                    sched_params="sched_interval=-1,bf_interval=1", via_backfill=True)
     return scenario
 
 
@@ -609,6 +611,7 @@ def evaluate(records, plans, failures):
             continue
         check(bool(imposed), f"{name}: the plugin imposed a plan", failures)
         if scenario.get("via_backfill"):
+            # The main loop is off (sched_interval=-1), so only backfill can start the job.
             check(t["started_by_backfill"] and s["started_by_backfill"],
                   f"{name}: backfill started the preemptor in both runs", failures)
             # Backfill's _start_job sets exc_node_bitmap; the plugin once fell back to stock on it.
