@@ -315,9 +315,14 @@ func sequenceMarkdown(results []*Result) string {
 		}
 		fmt.Fprintf(&b, "\n%s (%s) / %s, per preemptor (PostFilter Success ms; victims, cost):", r.Scenario, r.Mode, r.Scheduler)
 		for _, o := range r.Sequence {
-			if o.Ran {
+			switch calls := o.PostFilterCalls["PostFilter Success"]; {
+			case o.Ran && calls == 1:
 				fmt.Fprintf(&b, " %.1f (%d, %g)", o.PostFilterMs["PostFilter Success"], o.Victims, o.VictimCost)
-			} else {
+			case o.Ran && calls == 0:
+				fmt.Fprintf(&b, " no call (%d, %g)", o.Victims, o.VictimCost)
+			case o.Ran:
+				fmt.Fprintf(&b, " %d calls %.1f (%d, %g)", calls, o.PostFilterMs["PostFilter Success"], o.Victims, o.VictimCost)
+			default:
 				fmt.Fprintf(&b, " — (%d, %g)", o.Victims, o.VictimCost)
 			}
 		}
