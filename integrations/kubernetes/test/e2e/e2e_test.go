@@ -49,6 +49,7 @@ var (
 	keepDir    = flag.Bool("keep", false, "keep the cluster directory (logs, configs) after the run")
 	scaleNodes = flag.Int("scale-nodes", 1000, "nodes of the KWOK scale scenario (10 pods each); 0 skips it")
 	scaleModes = flag.String("scale-modes", "extres", "GPU modes of the scale scenario: extres, dra or both (comma-separated)")
+	scalePre   = flag.Int("scale-preemptors", 1, "preemptors the scale scenario submits one after another per variant (each once the previous ran or gave up); >1 adds per-call PostFilter times to the results")
 	baseline   = flag.String("baseline", "", "a variant name: assert that every other variant does at least as well as it (see compareWithBaseline)")
 	only       = flag.String("scenarios", "", "comma-separated scenario names (NAME or NAME/MODE) to run (default: all)")
 	variants   variantFlags
@@ -108,7 +109,7 @@ func TestScenarios(t *testing.T) {
 			modes = append(modes, GPUMode(m))
 		}
 	}
-	for _, s := range Scenarios(*scaleNodes, modes) {
+	for _, s := range Scenarios(*scaleNodes, modes, *scalePre) {
 		id := s.Name + "/" + string(s.Mode)
 		if len(wanted) > 0 && !wanted[s.Name] && !wanted[id] {
 			continue
@@ -238,5 +239,6 @@ func markdown(results []*Result) string {
 		}
 		fmt.Fprintf(&b, "- %s (%s) / %s: %s; optimum: %s\n", r.Scenario, r.Mode, r.Scheduler, strings.Join(names, ", "), r.Optimum)
 	}
+	b.WriteString(sequenceMarkdown(results))
 	return b.String()
 }

@@ -45,8 +45,10 @@ type Timing struct {
 	Status         string  `json:"status"`
 	Count          int     `json:"count"`
 	SumSeconds     float64 `json:"sum_seconds"`
-	// P50Seconds and P99Seconds are estimated from the histogram's buckets (histogram_quantile).
+	// P50Seconds, P90Seconds and P99Seconds are estimated from the histogram's buckets
+	// (histogram_quantile).
 	P50Seconds float64 `json:"p50_seconds"`
+	P90Seconds float64 `json:"p90_seconds"`
 	P99Seconds float64 `json:"p99_seconds"`
 }
 
@@ -74,6 +76,10 @@ type Result struct {
 	OptimumVictims   int         `json:"optimum_victims"`
 	PostFilter       []Timing    `json:"postfilter"`
 	SchedulerLog     string      `json:"scheduler_log"`
+	// Sequence is set when the scenario submits several preemptors one after another
+	// (Scenario.Preemptors > 1): what happened to each, in order. The fields above then sum
+	// (victims, cost, wasted) or combine (ran: any; topology: every one that ran) over them.
+	Sequence []PreemptorOutcome `json:"sequence,omitempty"`
 }
 
 func logf(format string, args ...any) {
@@ -123,6 +129,9 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	}
 	defer fillWatch.Stop()
 	preempted := map[string]bool{}
+	if s.Preemptors > 1 {
+		return runSequence(ctx, c, sched, s, res, ns, fillWatch, preempted)
+	}
 	submitted := time.Now()
 	if err := submitPreemptor(ctx, client, ns, s.Mode, s.Preemptor); err != nil {
 		return nil, err
@@ -153,21 +162,30 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	if err := observe(ctx, client, ns, s, res, preempted); err != nil {
 		return nil, err
 	}
+	if res.PostFilter, err = postFilterTimings(sched); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// postFilterTimings scrapes the scheduler's PostFilter and PodGroupPostFilter histograms.
+func postFilterTimings(sched *cluster.Scheduler) ([]Timing, error) {
 	samples, err := sched.ExtensionPointDurations("PostFilter", "PodGroupPostFilter")
 	if err != nil {
 		return nil, err
 	}
+	var out []Timing
 	for _, sample := range samples {
 		if sample.Count > 0 {
-			res.PostFilter = append(res.PostFilter, Timing{ExtensionPoint: sample.Labels["extension_point"],
+			out = append(out, Timing{ExtensionPoint: sample.Labels["extension_point"],
 				Status: sample.Labels["status"], Count: int(sample.Count), SumSeconds: sample.Sum,
-				P50Seconds: sample.Quantile(0.5), P99Seconds: sample.Quantile(0.99)})
+				P50Seconds: sample.Quantile(0.5), P90Seconds: sample.Quantile(0.9), P99Seconds: sample.Quantile(0.99)})
 		}
 	}
-	sort.Slice(res.PostFilter, func(i, j int) bool {
-		return res.PostFilter[i].ExtensionPoint+res.PostFilter[i].Status < res.PostFilter[j].ExtensionPoint+res.PostFilter[j].Status
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].ExtensionPoint+out[i].Status < out[j].ExtensionPoint+out[j].Status
 	})
-	return res, nil
+	return out, nil
 }
 
 func schedulerExited(c *cluster.Cluster) (bool, error) {
@@ -257,6 +275,13 @@ type gpuKey struct {
 
 // observe fills in placements, topology, victims, cost and wasted evictions.
 func observe(ctx context.Context, client kubernetes.Interface, ns string, s *Scenario, res *Result, preempted map[string]bool) error {
+	return observeAfter(ctx, client, ns, s, res, preempted, map[string]bool{}, map[gpuKey]bool{})
+}
+
+// observeAfter is observe for one preemptor of a sequence: fill pods in counted are victims
+// of earlier preemptors and not reported again (the new ones are added to it), and the GPUs in
+// used went to earlier preemptors (this one's are added to it).
+func observeAfter(ctx context.Context, client kubernetes.Interface, ns string, s *Scenario, res *Result, preempted, counted map[string]bool, used map[gpuKey]bool) error {
 	// A fill pod that is still there without a DisruptionTarget was not preempted.
 	pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: RoleLabel + "=fill"})
 	if err != nil {
@@ -279,7 +304,6 @@ func observe(ctx context.Context, client kubernetes.Interface, ns string, s *Sce
 	for _, n := range s.Nodes {
 		nodeRack[n.Name] = n.Rack
 	}
-	used := map[gpuKey]bool{}
 	for i := 0; i < s.Preemptor.Pods; i++ {
 		name := preemptorPodName(s.Preemptor, i)
 		pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
@@ -301,9 +325,10 @@ func observe(ctx context.Context, client kubernetes.Interface, ns string, s *Sce
 	}
 	res.TopologyHonoured, res.TopologyNote = topologyVerdict(s, res)
 	for _, f := range s.Fill {
-		if !preempted[f.Name] {
+		if !preempted[f.Name] || counted[f.Name] {
 			continue
 		}
+		counted[f.Name] = true
 		// Wasted: none of its GPUs went to a preemptor that runs inside its requirement.
 		v := Victim{Pod: f.Name, Node: f.Node, GPUs: f.GPUs, Priority: PriorityClasses[f.Priority], Cost: f.Cost, Wasted: true}
 		for _, g := range f.GPUs {

@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"math/rand"
+	"sort"
 	"time"
 )
 
@@ -44,6 +45,9 @@ type Scenario struct {
 	OptimumVictims  int           // its size
 	Watch           time.Duration // how long to wait for the preemptor to run (or, if not Schedulable, to watch)
 	FillRunningWait time.Duration
+	// Preemptors > 1 submits that many copies of Preemptor one after another on the same
+	// scheduler, each once the previous one ran or gave up (runSequence); 0 or 1: one.
+	Preemptors int
 }
 
 // defaultCost prices a victim by priority (priority + 1), the way the Slurm integration's
@@ -86,8 +90,9 @@ func span(from, to int) []int {
 }
 
 // Scenarios returns every scenario, each in both GPU modes; scaleNodes sizes the KWOK scale
-// scenario (10 pods a node), run in the modes scaleModes.
-func Scenarios(scaleNodes int, scaleModes []GPUMode) []*Scenario {
+// scenario (10 pods a node), run in the modes scaleModes with scalePreemptors preemptors one
+// after another (1: the single preemptor).
+func Scenarios(scaleNodes int, scaleModes []GPUMode, scalePreemptors int) []*Scenario {
 	var out []*Scenario
 	for _, build := range []func() *Scenario{numaFragmented, cheapestNotLowest, gangOneRack, unsatisfiable} {
 		for _, mode := range []GPUMode{DRA, ExtendedResource} {
@@ -98,7 +103,7 @@ func Scenarios(scaleNodes int, scaleModes []GPUMode) []*Scenario {
 	}
 	if scaleNodes > 0 {
 		for _, mode := range scaleModes {
-			s := scale(scaleNodes)
+			s := scale(scaleNodes, scalePreemptors)
 			s.Mode = mode
 			out = append(out, s)
 		}
@@ -201,10 +206,11 @@ func unsatisfiable() *Scenario {
 
 // scale: n KWOK nodes (racks of 10, blocks of 10 racks), 10 pods each: 4 one-GPU pods and
 // 2 two-GPU pods (all 8 GPUs held) plus 4 CPU-only pods, priorities and costs drawn from a
-// fixed seed; a quarter of the nodes are all high. One 4-GPU same-NUMA preemptor. The optimum
-// is the cheapest set of GPU pods on one NUMA node of a node without high pods there, which
-// the harness computes from the fill.
-func scale(n int) *Scenario {
+// fixed seed; a quarter of the nodes are all high. One 4-GPU same-NUMA preemptor, or
+// preemptors of them one after another. The optimum is the cheapest set of GPU pods on one NUMA
+// node of a node without high pods there (for k preemptors: the k cheapest such NUMA nodes),
+// which the harness computes from the fill.
+func scale(n, preemptors int) *Scenario {
 	rng := rand.New(rand.NewSource(37))
 	var nodes []NodeSpec
 	for i := 0; i < n; i++ {
@@ -238,8 +244,64 @@ func scale(n int) *Scenario {
 		Preemptor:   PreemptorSpec{Name: "numa4", Priority: "preemptor", Pods: 1, GPUsPerPod: 4, SameNUMA: true},
 		Schedulable: true, Watch: 60 * time.Second, FillRunningWait: 15 * time.Minute,
 	}
+	if preemptors > 1 {
+		s.Preemptors = preemptors
+		s.Title += fmt.Sprintf(", %d preemptors one after another", preemptors)
+		s.OptimumCost, s.OptimumVictims, s.Optimum = cheapestNUMAs(s, preemptors)
+		return s
+	}
 	s.OptimumCost, s.OptimumVictims, s.Optimum = cheapestNUMA(s)
 	return s
+}
+
+// cheapestNUMAs is cheapestNUMA for k lone 4-GPU same-NUMA preemptors: each needs a whole
+// NUMA node of its own (every one holds exactly 4 GPUs, all busy), so the minimum is the k
+// cheapest eligible NUMA nodes, which is also what choosing the cheapest one k times gives.
+func cheapestNUMAs(s *Scenario, k int) (float64, int, string) {
+	type key struct {
+		node string
+		numa int
+	}
+	cost := map[key]float64{}
+	count := map[key]int{}
+	blocked := map[key]bool{}
+	pre := PriorityClasses[s.Preemptor.Priority]
+	for _, p := range s.Fill {
+		if len(p.GPUs) == 0 {
+			continue
+		}
+		key := key{p.Node, NUMAOf(p.GPUs[0])}
+		if PriorityClasses[p.Priority] >= pre {
+			blocked[key] = true
+		}
+		cost[key] += p.Cost
+		count[key]++
+	}
+	var eligible []key
+	for key := range cost {
+		if !blocked[key] {
+			eligible = append(eligible, key)
+		}
+	}
+	sort.Slice(eligible, func(i, j int) bool {
+		a, b := eligible[i], eligible[j]
+		if cost[a] != cost[b] {
+			return cost[a] < cost[b]
+		}
+		if count[a] != count[b] {
+			return count[a] < count[b]
+		}
+		return a.node+fmt.Sprint(a.numa) < b.node+fmt.Sprint(b.numa)
+	})
+	if k > len(eligible) {
+		k = len(eligible)
+	}
+	total, victims := 0.0, 0
+	for _, key := range eligible[:k] {
+		total += cost[key]
+		victims += count[key]
+	}
+	return total, victims, fmt.Sprintf("the GPU pods of the %d cheapest NUMA nodes (%d pods)", k, victims)
 }
 
 // cheapestNUMA finds the cheapest single NUMA node to empty of GPU pods, all of them below
