@@ -139,11 +139,7 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	logf("%s: preemptor %s submitted (%d pod(s) x %d GPUs)", ns, s.Preemptor.Name, s.Preemptor.Pods, s.Preemptor.GPUsPerPod)
 	deadline := submitted.Add(s.Watch)
 	for time.Now().Before(deadline) {
-		drain(fillWatch, preempted)
-		if err := c.CheckAlive(); err != nil {
-			return nil, err
-		}
-		if exited, err := schedulerExited(c); exited {
+		if err := pollAlive(c, fillWatch, preempted); err != nil {
 			return nil, err
 		}
 		ran, err := preemptorRunning(ctx, client, ns, s.Preemptor)
@@ -194,6 +190,19 @@ func schedulerExited(c *cluster.Cluster) (bool, error) {
 		return true, fmt.Errorf("no scheduler running")
 	}
 	return false, nil
+}
+
+// pollAlive is one step of a wait for a preemptor: records the fill pods preempted so far and
+// fails when the control plane or the scheduler has stopped.
+func pollAlive(c *cluster.Cluster, fillWatch watch.Interface, preempted map[string]bool) error {
+	drain(fillWatch, preempted)
+	if err := c.CheckAlive(); err != nil {
+		return err
+	}
+	if exited, err := schedulerExited(c); exited {
+		return err
+	}
+	return nil
 }
 
 // drain records every fill pod deleted or marked DisruptionTarget so far.

@@ -254,30 +254,31 @@ func scale(n, preemptors int) *Scenario {
 	return s
 }
 
-// cheapestNUMAs is cheapestNUMA for k lone 4-GPU same-NUMA preemptors: each needs a whole
-// NUMA node of its own (every one holds exactly 4 GPUs, all busy), so the minimum is the k
-// cheapest eligible NUMA nodes, which is also what choosing the cheapest one k times gives.
-func cheapestNUMAs(s *Scenario, k int) (float64, int, string) {
-	type key struct {
-		node string
-		numa int
-	}
-	cost := map[key]float64{}
-	count := map[key]int{}
-	blocked := map[key]bool{}
+// numaKey names one NUMA node of one Kubernetes node.
+type numaKey struct {
+	node string
+	numa int
+}
+
+// emptiableNUMAs lists the NUMA nodes whose GPU pods are all below the preemptor's priority,
+// cheapest to empty first (then fewer pods, then by name), with each one's cost and pod count.
+func emptiableNUMAs(s *Scenario) ([]numaKey, map[numaKey]float64, map[numaKey]int) {
+	cost := map[numaKey]float64{}
+	count := map[numaKey]int{}
+	blocked := map[numaKey]bool{}
 	pre := PriorityClasses[s.Preemptor.Priority]
 	for _, p := range s.Fill {
 		if len(p.GPUs) == 0 {
 			continue
 		}
-		key := key{p.Node, NUMAOf(p.GPUs[0])}
+		key := numaKey{p.Node, NUMAOf(p.GPUs[0])}
 		if PriorityClasses[p.Priority] >= pre {
 			blocked[key] = true
 		}
 		cost[key] += p.Cost
 		count[key]++
 	}
-	var eligible []key
+	var eligible []numaKey
 	for key := range cost {
 		if !blocked[key] {
 			eligible = append(eligible, key)
@@ -293,6 +294,14 @@ func cheapestNUMAs(s *Scenario, k int) (float64, int, string) {
 		}
 		return a.node+fmt.Sprint(a.numa) < b.node+fmt.Sprint(b.numa)
 	})
+	return eligible, cost, count
+}
+
+// cheapestNUMAs is cheapestNUMA for k lone 4-GPU same-NUMA preemptors: each needs a whole
+// NUMA node of its own (every one holds exactly 4 GPUs, all busy), so the minimum is the k
+// cheapest eligible NUMA nodes, which is also what choosing the cheapest one k times gives.
+func cheapestNUMAs(s *Scenario, k int) (float64, int, string) {
+	eligible, cost, count := emptiableNUMAs(s)
 	if k > len(eligible) {
 		k = len(eligible)
 	}
@@ -306,34 +315,13 @@ func cheapestNUMAs(s *Scenario, k int) (float64, int, string) {
 
 // cheapestNUMA finds the cheapest single NUMA node to empty of GPU pods, all of them below
 // the preemptor's priority: exact for a lone 4-GPU same-NUMA preemptor on full 4-GPU NUMA nodes.
+// -1 when there is none.
 func cheapestNUMA(s *Scenario) (float64, int, string) {
-	type key struct {
-		node string
-		numa int
-	}
-	cost := map[key]float64{}
-	count := map[key]int{}
-	blocked := map[key]bool{}
-	pre := PriorityClasses[s.Preemptor.Priority]
-	for _, p := range s.Fill {
-		if len(p.GPUs) == 0 {
-			continue
-		}
-		k := key{p.Node, NUMAOf(p.GPUs[0])}
-		if PriorityClasses[p.Priority] >= pre {
-			blocked[k] = true
-		}
-		cost[k] += p.Cost
-		count[k]++
-	}
-	best, bestKey := -1.0, key{}
-	for k, c := range cost {
-		if blocked[k] {
-			continue
-		}
-		if best < 0 || c < best || (c == best && count[k] < count[bestKey]) {
-			best, bestKey = c, k
-		}
+	eligible, cost, count := emptiableNUMAs(s)
+	best, bestKey := -1.0, numaKey{}
+	if len(eligible) > 0 {
+		bestKey = eligible[0]
+		best = cost[bestKey]
 	}
 	return best, count[bestKey], fmt.Sprintf("the %d GPU pods of NUMA %d on %s", count[bestKey], bestKey.numa, bestKey.node)
 }

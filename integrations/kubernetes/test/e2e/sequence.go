@@ -80,11 +80,7 @@ func runSequence(ctx context.Context, c *cluster.Cluster, sched *cluster.Schedul
 		deadline := submitted.Add(s.Watch)
 		var stuckSince time.Time
 		for time.Now().Before(deadline) {
-			drain(fillWatch, preempted)
-			if err := c.CheckAlive(); err != nil {
-				return nil, err
-			}
-			if exited, err := schedulerExited(c); exited {
+			if err := pollAlive(c, fillWatch, preempted); err != nil {
 				return nil, err
 			}
 			pod, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
