@@ -482,3 +482,74 @@ TEST_CASE("issue 19: a scope at a level the footprint's branch skips holds nowhe
   state.add(workload, placement);
   CHECK(state.size() == 1);
 }
+
+namespace {
+
+/// Declares `least_price()` 2 but prices the victim `liar` at 1: a broken declaration that
+/// solvers can only see where they read.
+struct floor_liar_model {
+  static constexpr std::string_view name = "floor_liar";
+  WorkloadId liar;
+  [[nodiscard]] double evict(const Workload& w) const noexcept { return w.id == liar ? 1.0 : 2.0; }
+  [[nodiscard]] double shrink(const Workload& w, std::int32_t) const noexcept { return evict(w); }
+  [[nodiscard]] double least_price() const noexcept { return 2.0; }
+};
+
+/// Prices every victim NaN: any read of a victim throws.
+struct nan_model {
+  static constexpr std::string_view name = "nan_prices";
+  [[nodiscard]] double evict(const Workload&) const noexcept { return std::nan(""); }
+  [[nodiscard]] double shrink(const Workload&, std::int32_t) const noexcept { return std::nan(""); }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("issue 22 #2: solvers price and check the victims of the domains they read, "
+                   "and nothing when the preemptor fits",
+                   Solver, solvers::greedy_solver, solvers::knapsack_solver,
+                   solvers::branch_and_bound_solver) {
+  // Two full 8-GPU nodes of single-GPU victims; the preemptor needs 8 GPUs on one node.
+  Allocation state(shared(shapes::cluster(shapes::hgx_h100(), 2, 2)));
+  std::uint64_t id = 1;
+  for (const char* node : {"rack0/node0", "rack0/node1"}) {
+    for (int j = 0; j < 8; ++j) start_in(state, gpu_job(id++, 1, 1), node);
+  }
+  const Workload preemptor = gpu_job(100, 5, 8, 1, TopologyRequirement::guaranteed("node"));
+  const auto message = [&](const auto& model) {
+    try {
+      (void)Solver{}.solve(state, preemptor, model);
+    } catch (const std::invalid_argument& error) {
+      return std::string(error.what());
+    }
+    return std::string("<no error>");
+  };
+  SUBCASE("a broken price in a read domain is rejected, naming the model and the victim") {
+    const std::string refused = message(floor_liar_model{WorkloadId{3}});
+    CHECK(refused.find("floor_liar") != std::string::npos);
+    CHECK(refused.find("workload 3") != std::string::npos);
+    CHECK(refused.find("below its declared least_price() 2") != std::string::npos);
+    CHECK(message(nan_model{}).find("nan_prices") != std::string::npos);
+  }
+  SUBCASE("a domain never read is bounded by the declaration: the model's contract") {
+    // One GPU anywhere on a node: node0's cheapest plan costs the declared floor 2, so node1
+    // (bound: the floor) is pruned unread and its lying victim is never priced. The
+    // whole-cluster check, for a scheduler vetting a model, sees the lie.
+    const Workload small = gpu_job(101, 5, 1, 1, TopologyRequirement::guaranteed("node"));
+    const floor_liar_model model{WorkloadId{12}};
+    const PreemptionPlan plan = Solver{}.solve(state, small, model);
+    REQUIRE(plan.has_victims_plan());
+    CHECK(plan.cost == 2.0);
+    CHECK(plan.victims.front().id.value < 9);  // on node0
+    CHECK_THROWS_WITH_AS(check_price_sum(state, small, model), doctest::Contains("workload 12"),
+                         std::invalid_argument);
+    // With the lie on node0, which is read, the solver refuses the model.
+    CHECK(message(floor_liar_model{WorkloadId{2}}).find("workload 2") != std::string::npos);
+  }
+  SUBCASE("the preemptor fits: nothing is priced, so even NaN prices answer") {
+    state.remove(WorkloadId{9});  // node1 keeps 7 victims: still no room for 8 GPUs
+    for (std::uint64_t v = 10; v <= 16; ++v) state.remove(WorkloadId{v});
+    const PreemptionPlan plan = Solver{}.solve(state, preemptor, nan_model{});
+    CHECK(plan.status == PlanStatus::no_preemption_needed);
+    CHECK_THROWS_AS(check_price_sum(state, preemptor, nan_model{}), std::invalid_argument);
+  }
+}

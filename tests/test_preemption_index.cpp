@@ -186,8 +186,8 @@ double least_relaxed_cost(const Allocation& state, DomainId target, std::int32_t
 template <class Model>
 std::size_t check_price_bounds(const Allocation& state, const Workload& preemptor,
                                const Model& model) {
-  check_price_sum(state, preemptor, model);  // validates the declarations, as every solver does
-  const detail::PreemptionContext<Model> context(state, preemptor, model, nullptr);
+  check_price_sum(state, preemptor, model);  // validates the declarations (solvers check only what they read)
+  const detail::PreemptionContext<Model> context(state, preemptor, model);
   const double floor = least_price_of(model);
   const double grid = cost_grid_of(model);
   std::size_t above_floor = 0;

@@ -439,17 +439,28 @@ double checked_price_declarations(const Model& model) {
   return floor;
 }
 
-/// Checks one eligible victim's prices (each valid, none below `floor`) and returns its
-/// dearest action's price.
+/// The prices of one victim that bound what solvers form from it: its cheapest action among
+/// eviction and the shrinks that keep a replica (what a scan's fractional bound charges for the
+/// victim's whole gain), and its dearest action (what any sum of its prices is bounded by).
+struct VictimPriceRange {
+  double cheapest = 0.0;
+  double dearest = 0.0;
+};
+
+/// Prices every action on one eligible victim (eviction and each shrink), checks each price
+/// (valid, on the declared grid, none below `floor`) and returns the range of them.
 template <CostModel Model>
-double checked_dearest_price(const Model& model, const Workload& victim, double floor) {
-  double dearest = checked_cost(static_cast<double>(model.evict(victim)), Model::name, victim);
-  double cheapest = dearest;
+VictimPriceRange checked_price_range(const Model& model, const Workload& victim, double floor) {
+  const double evict = checked_cost(static_cast<double>(model.evict(victim)), Model::name, victim);
+  VictimPriceRange range{evict, evict};
+  double cheapest_any = evict;
+  const std::int32_t kept_shrinks = std::min(victim.shrinkable_replicas(), victim.replicas - 1);
   for (std::int32_t dropped = 1; dropped <= victim.shrinkable_replicas(); ++dropped) {
     const double price =
         checked_cost(static_cast<double>(model.shrink(victim, dropped)), Model::name, victim);
-    dearest = std::max(dearest, price);
-    cheapest = std::min(cheapest, price);
+    range.dearest = std::max(range.dearest, price);
+    cheapest_any = std::min(cheapest_any, price);
+    if (dropped <= kept_shrinks) range.cheapest = std::min(range.cheapest, price);
   }
   if constexpr (GridPriceModel<Model>) {
     // A declared grid lets solvers round bounds up to it: an off-grid price would make them wrong.
@@ -468,12 +479,19 @@ double checked_dearest_price(const Model& model, const Workload& victim, double 
     }
   }
   // A declared floor lets solvers prune domains unread: a price below it would make plans wrong.
-  if (cheapest < floor) {
+  if (cheapest_any < floor) {
     throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " +
-                                victim.label() + " at " + std::to_string(cheapest) +
+                                victim.label() + " at " + std::to_string(cheapest_any) +
                                 ", below its declared least_price() " + std::to_string(floor));
   }
-  return dearest;
+  return range;
+}
+
+/// Checks one eligible victim's prices (each valid, none below `floor`) and returns its
+/// dearest action's price.
+template <CostModel Model>
+double checked_dearest_price(const Model& model, const Workload& victim, double floor) {
+  return checked_price_range(model, victim, floor).dearest;
 }
 
 /// Checks a declared `index_price_rate` against one eligible victim: both parts finite and
@@ -544,10 +562,11 @@ template <CostModel Model>
 /// `infeasible`); above it the model must be rescaled. Also rejects an invalid single price
 /// (see `checked_cost`), and a model whose declared `least_price()` (see `PriceFloorModel`) is
 /// not finite and >= 0 or is undercut by some victim's price, and, for a `GridPriceModel`, a
-/// price off its grid or prices summing past 2^53 grid steps. Every solver and baseline calls
-/// this first. Cost: one pass over the running workloads, or O(1) for a `UniformPriceModel`
-/// whose price times the number of running workloads is finite (its prices are declared, not
-/// read; `IncrementalDecider` re-checks only the hosts that changed).
+/// price off its grid or prices summing past 2^53 grid steps. The baselines call this first;
+/// the three solvers check the same things domain by domain, on the victims of the domains they
+/// read (docs/model.md#cost-models). Cost: one pass over the running workloads, or O(1) for a
+/// `UniformPriceModel` whose price times the number of running workloads is finite (its prices
+/// are declared, not read).
 template <CostModel Model>
 void check_price_sum(const Allocation& state, const Workload& preemptor, const Model& model) {
   const double floor = detail::checked_price_declarations(model);

@@ -27,22 +27,21 @@ namespace topopreempt::detail {
 template <CostModel Model>
 class PreemptionContext {
  public:
-  /// `prices` (optional) keeps the per-host part of `check_price_sum` across decisions.
-  PreemptionContext(const Allocation& state, const Workload& preemptor, const Model& model,
-                    PriceCheckCache* prices = nullptr)
+  /// Checks the model's declarations (O(1)); its prices are checked as domains are read
+  /// (`checked_prices`), not here: most domains are never read, and a preemptor that fits
+  /// already is answered without pricing anything.
+  PreemptionContext(const Allocation& state, const Workload& preemptor, const Model& model)
       : state_(state),
         preemptor_(preemptor),
         model_(model),
         topology_(state.topology()),
-        demand_(ResolvedDemand::of(preemptor, state.topology())) {
+        demand_(ResolvedDemand::of(preemptor, state.topology())),
+        floor_(checked_price_declarations(model)),
+        grid_(cost_grid_of(model)),
+        uniform_sum_exact_(uniform_sum_exact(state, model, grid_)) {
     if (state.contains(preemptor.id)) {
       throw std::invalid_argument(preemptor.label() +
                                   " is already running; a preemptor must be pending");
-    }
-    if (prices != nullptr) {
-      check_price_sum_reusing(state, preemptor, model, *prices);
-    } else {
-      check_price_sum(state, preemptor, model);
     }
     build_tiers();
   }
@@ -241,6 +240,38 @@ class PreemptionContext {
   std::optional<Shortfall> build_problem(const Tier& tier, DomainId target,
                                          DomainProblem& problem) const;
 
+  /// Prices every action on an eligible victim that a scan reads, and checks the prices
+  /// against what solvers assume of the domains they leave unread: each valid, on the declared
+  /// grid, none below the declared `least_price()`, none below the declared `index_price_rate`
+  /// of the band the victim forms. Throws `std::invalid_argument` naming the model and the
+  /// victim otherwise. A `UniformPriceModel` whose price summed over every running workload
+  /// stays exact has its prices declared, not read: only the scan's cheapest is priced.
+  [[nodiscard]] VictimPriceRange checked_prices(const Workload& victim) const {
+    if (uniform_sum_exact_) {
+      VictimPriceRange range;
+      range.cheapest = price(victim, 0);
+      const auto shrinkable = std::min(victim.shrinkable_replicas(), victim.replicas - 1);
+      for (std::int32_t drop = 1; drop <= shrinkable; ++drop)
+        range.cheapest = std::min(range.cheapest, price(victim, static_cast<std::size_t>(drop)));
+      if constexpr (UniformPriceModel<Model>)
+        range.dearest = static_cast<double>(model_.uniform_price());
+      return range;
+    }
+    const VictimPriceRange range = checked_price_range(model_, victim, floor_);
+    if constexpr (IndexPricedModel<Model>)
+      check_index_price_rate(model_, victim, state_.index_band_of(victim));
+    return range;
+  }
+
+  /// Rejects a read domain whose eligible victims' dearest prices sum to `total` past the
+  /// largest double or, on a cost grid, past 2^53 grid steps: no plan or bound in that domain
+  /// could then be computed exactly (see `check_price_sum`, which checks the whole cluster).
+  void check_domain_price_sum(double total) const {
+    if (uniform_sum_exact_) return;  // n x the declared price bounds it already
+    if (!std::isfinite(total)) throw_price_sum_overflow<Model>(preemptor_);
+    if (past_exact_range(total, grid_)) throw_inexact_price_sum<Model>(preemptor_, total, grid_);
+  }
+
   /// Prices option `option` of `victim`.
   [[nodiscard]] double price(const Workload& victim, std::size_t dropped) const {
     return dropped == 0 ? checked_cost(model_.evict(victim), Model::name, victim)
@@ -338,11 +369,28 @@ class PreemptionContext {
 
   [[nodiscard]] std::string explain(const PreemptionPlan& plan, const Tier* tier) const;
 
+  /// Whether a `UniformPriceModel`'s declared price times the number of running workloads is
+  /// finite and (on a grid) exact: then no sum of its prices can overflow or round.
+  [[nodiscard]] static bool uniform_sum_exact(const Allocation& state, const Model& model,
+                                              double grid) {
+    if constexpr (UniformPriceModel<Model>) {
+      const double most =
+          static_cast<double>(model.uniform_price()) * static_cast<double>(state.size());
+      return std::isfinite(most) && !past_exact_range(most, grid);
+    } else {
+      (void)state, (void)model, (void)grid;
+      return false;
+    }
+  }
+
   const Allocation& state_;
   const Workload& preemptor_;
   const Model& model_;
   const Topology& topology_;
   ResolvedDemand demand_;
+  double floor_;                   // the declared least_price(), checked
+  double grid_;                    // the declared cost_grid(), checked
+  bool uniform_sum_exact_;         // see `uniform_sum_exact`
   std::vector<Tier> tiers_;
 };
 

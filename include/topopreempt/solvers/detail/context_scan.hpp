@@ -33,6 +33,7 @@ void PreemptionContext<Model>::scan_batch(const Tier& tier, std::span<const Doma
     auto& slot = workspace.targets[t];
     slot.reach = reach(tier, targets[t]);
     slot.victims = 0;
+    slot.dearest_sum = 0.0;
     any_reach_above = any_reach_above || slot.reach != targets[t];
     for (std::size_t k = 0; k < count; ++k) {
       const DomainId where = aggregate_domain(targets[t], tier.dims[k]);
@@ -102,18 +103,14 @@ void PreemptionContext<Model>::scan_batch(const Tier& tier, std::span<const Doma
         }
       }
     }
-    double cheapest = -1.0;  // priced lazily: most occupants reach no target of a batch
+    // Priced (and checked) lazily: most occupants reach no target of a batch.
+    std::optional<VictimPriceRange> prices;
     for (std::size_t t = 0; t < batch; ++t) {
       auto& slot = workspace.targets[t];
       if (!slot.in_reach) continue;
-      if (cheapest < 0.0) {
-        cheapest = price(view.workload, 0);
-        const auto shrinkable =
-            std::min(view.workload.shrinkable_replicas(), view.workload.replicas - 1);
-        for (std::int32_t drop = 1; drop <= shrinkable; ++drop) {
-          cheapest = std::min(cheapest, price(view.workload, static_cast<std::size_t>(drop)));
-        }
-      }
+      if (!prices) prices = checked_prices(view.workload);
+      const double cheapest = prices->cheapest;
+      slot.dearest_sum += prices->dearest;
       ++slot.victims;
       for (std::size_t k = 0; k < count; ++k) {
         if (slot.gain[k] <= 0.0) continue;
@@ -139,6 +136,8 @@ void PreemptionContext<Model>::scan_batch(const Tier& tier, std::span<const Doma
     state_.for_each_occupant_unordered(topology_.ancestor_at(targets.front(), host_level),
                                        visit_occupant);
   }
+  // Every sum a search of a target forms is at most its victims' dearest prices summed.
+  for (std::size_t t = 0; t < batch; ++t) check_domain_price_sum(workspace.targets[t].dearest_sum);
   for (std::size_t t = 0; t < batch; ++t) emit(targets[t], finish_scan(tier, workspace.targets[t]));
 }
 
@@ -353,6 +352,9 @@ double PreemptionContext<Model>::index_price_bound(const Tier& tier, DomainId ta
     if (!std::isfinite(per_victim) || !std::isfinite(per_entry)) return floor;
     // Each rate is itself a rounded quotient: a few roundings, counted by conservative.
     const double bound = conservative(per_victim + need * per_entry, 16.0);
+    // A bound past the largest double would prune the domain unread as if it held no plan: read
+    // it instead, and let its scan reject the model's prices (they sum past it too).
+    if (!std::isfinite(bound)) return floor;
     return std::max(floor, on_grid(bound, grid));
   }
 }

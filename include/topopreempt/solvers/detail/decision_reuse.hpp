@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 /// @file decision_reuse.hpp
-/// What an `IncrementalDecider` keeps between two decisions besides its domain scans: the
-/// per-host part of `check_price_sum`, and which gang domains could not hold the preemptor
-/// without preemption. Both are keyed by `Allocation::domain_version`, so a decision after k
-/// changes redoes only the hosts and domains those changes touched, and answers exactly as the
-/// cold path does.
+/// What an `IncrementalDecider` keeps between two decisions besides its domain scans: which
+/// gang domains could not hold the preemptor without preemption, keyed by
+/// `Allocation::domain_version`, so a decision after k changes redoes only the domains those
+/// changes touched, and answers exactly as the cold path does.
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -18,26 +16,8 @@
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/model/topology.hpp"
 #include "topopreempt/model/workload.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
 
 namespace topopreempt::detail {
-
-/// Per domain at or above the host level: the dearest-price sum of the eligible victims its
-/// hosts own (a workload is owned by the host of its first entry that lies in a host, so a
-/// gang counts once), and how many running workloads they own, with the domain's version when
-/// computed. Valid for one preemptor priority and one cost model.
-struct PriceCheckCache {
-  struct Node {
-    std::uint64_t version = 0;
-    bool valid = false;
-    double dearest_sum = 0.0;
-    std::size_t owned = 0;
-  };
-  std::vector<Node> nodes;                 ///< slot = level_offset[level] + ordinal
-  std::vector<std::size_t> level_offset;  ///< first slot of each level up to the host level
-  const Topology* topology = nullptr;
-  std::int32_t priority = 0;
-};
 
 /// Which domains of one level (a gang tier of `find_placement`, or the replica unit level)
 /// could not hold the preemptor, keyed by the version of the subtree `replicas_that_fit`
@@ -87,88 +67,6 @@ inline void gang_domains_touched(const Topology& topology, LevelIndex level,
   }
   std::sort(touched.begin(), touched.end());
   touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-}
-
-/// `check_price_sum(state, preemptor, model)` that re-reads only what changed since `cache`
-/// last saw the state: it walks down from the root into the domains whose version changed
-/// (reusing every unchanged subtree's sum) and re-prices the occupants of changed hosts only,
-/// so k changes cost O(k x depth x fan-out). Throws exactly what `check_price_sum` throws (on
-/// any failure it defers to it, so the message names the same victim). Falls back to the full
-/// pass when some running workload lies in no host, or when the sum nears the largest double
-/// (where the order of the additions could decide overflow).
-template <CostModel Model>
-void check_price_sum_reusing(const Allocation& state, const Workload& preemptor, const Model& model,
-                             PriceCheckCache& cache) {
-  if constexpr (UniformPriceModel<Model>) {
-    check_price_sum(state, preemptor, model);  // O(1) already
-  } else {
-    const double floor = checked_price_declarations(model);
-    const Topology& topology = state.topology();
-    const LevelIndex host_level = topology.host_level();
-    if (cache.topology != &topology || cache.priority != preemptor.priority) {
-      cache.level_offset.assign(static_cast<std::size_t>(host_level) + 2, 0);
-      for (LevelIndex level = 0; level <= host_level; ++level) {
-        cache.level_offset[level + 1U] = cache.level_offset[level] + topology.domains_at(level).size();
-      }
-      cache.nodes.assign(cache.level_offset.back(), {});
-      cache.topology = &topology;
-      cache.priority = preemptor.priority;
-    }
-    const auto price_host = [&](DomainId host, PriceCheckCache::Node& node) {
-      double sum = 0.0;
-      std::size_t count = 0;
-      state.for_each_occupant_unordered(host, [&](const WorkloadView& view) {
-        DomainId owner;
-        for (const DomainId domain : view.domains) {
-          owner = topology.ancestor_at(domain, host_level);
-          if (owner.valid()) break;
-        }
-        if (owner != host) return;  // counted by an earlier host of its gang
-        ++count;
-        const Workload& victim = view.workload;
-        if (!victim.preemptible || victim.priority >= preemptor.priority) return;
-        sum += checked_dearest_price(model, victim, floor);
-      });
-      node.dearest_sum = sum;
-      node.owned = count;
-    };
-    const auto visit = [&](const auto& self, DomainId domain) -> const PriceCheckCache::Node& {
-      const LevelIndex level = topology.level(domain);
-      PriceCheckCache::Node& node = cache.nodes[cache.level_offset[level] + topology.ordinal(domain)];
-      const std::uint64_t version = state.domain_version(domain);
-      if (node.valid && node.version == version) return node;
-      node.valid = false;  // stays so if pricing throws below
-      if (level == host_level) {
-        price_host(domain, node);
-      } else {
-        double sum = 0.0;
-        std::size_t owned = 0;
-        const std::uint32_t end = topology.subtree_end(domain).value;  // children: pre-order ids
-        for (std::uint32_t child = domain.value + 1; child < end; child = topology.subtree_end(DomainId{child}).value) {
-          const PriceCheckCache::Node& part = self(self, DomainId{child});
-          sum += part.dearest_sum;
-          owned += part.owned;
-        }
-        node.dearest_sum = sum;
-        node.owned = owned;
-      }
-      node.version = version;
-      node.valid = true;
-      return node;
-    };
-    const PriceCheckCache::Node* total = nullptr;
-    try {
-      total = &visit(visit, Topology::root());
-    } catch (const std::invalid_argument&) {
-      check_price_sum(state, preemptor, model);  // throws the cold path's own message
-      throw;
-    }
-    // Workloads held only above the hosts are not owned by any host: read them all.
-    if (total->owned != state.size() || !(total->dearest_sum < 1e300) ||
-        past_exact_range(total->dearest_sum, cost_grid_of(model))) {
-      check_price_sum(state, preemptor, model);
-    }
-  }
 }
 
 /// Brings `tier.fitting` up to date: the domains of `level` (or the root alone when it lies at

@@ -74,6 +74,7 @@ struct ScanWorkspace {
     DomainId reach;
     bool in_reach = false;
     std::size_t victims = 0;
+    double dearest_sum = 0.0;  // the victims' dearest prices: bounds every sum a search forms
     std::vector<DomainId> measured_in;
     std::vector<double> need;
     std::vector<double> total;
@@ -140,9 +141,8 @@ struct ScanCache {
   /// to scan and their version digests, computed once per target.
   std::vector<DomainId> stale_targets;
   std::vector<std::uint64_t> stale_keys;
-  /// The per-host part of `check_price_sum`, and gang domains known not to hold the preemptor
-  /// as things stand (the "fits already" check), kept by version too.
-  PriceCheckCache prices;
+  /// Gang domains known not to hold the preemptor as things stand (the "fits already"
+  /// check), kept by version too.
   FitCache fits;
 };
 

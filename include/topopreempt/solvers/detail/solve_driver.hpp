@@ -112,8 +112,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
                           SearchLimits limits, ScanCache* cache = nullptr) {
   const auto start = Clock::now();
   DeadlineWatch deadline(deadline_after(start, limits.time_limit));
-  PreemptionContext<Model> context(state, preemptor, model,
-                                   cache != nullptr ? &cache->prices : nullptr);
+  PreemptionContext<Model> context(state, preemptor, model);
   SolverStatistics statistics;
   const auto finish = [&](PreemptionPlan plan) {
     plan.statistics.seconds = std::chrono::duration<double>(Clock::now() - start).count();
