@@ -598,6 +598,42 @@ template <CapacityView View>
   return best;
 }
 
+/// `find_placement`'s answer for one replica whose gang tier is `within` itself (no gang scope
+/// tighter than it) and whose units lie below it, read from an `Allocation`'s idle-device index
+/// when it covers the unit level; nullopt when it does not (the caller then walks).
+///
+/// `place_in(state, demand, within)` puts the replica in the unit with the fewest idle devices,
+/// lowest id on ties, that holds it alone; `replicas_that_fit(state, demand, within) >= 1`
+/// exactly when some unit does (the first unit that holds a replica meets budgets no earlier
+/// unit charged). So the units met in ascending (idle devices, id) order give the same unit as
+/// the first that holds it, without reading every unit of the cluster.
+template <CapacityView View>
+[[nodiscard]] std::optional<PlacementSearchResult> single_replica_by_index(
+    const View& view, const ResolvedDemand& demand, DomainId within) {
+  if constexpr (std::same_as<View, Allocation>) {
+    const Topology& topology = view.topology();
+    if (demand.replicas != 1 || topology.level(within) >= demand.unit_level ||
+        !view.idle_device_index().covers(demand.unit_level)) {
+      return std::nullopt;
+    }
+    const DomainId unit = view.idle_device_index().first_accepted(
+        topology, demand.unit_level, within, demand.whole_devices, [&](DomainId candidate) {
+          return unit_allowed(topology, demand, candidate) &&
+                 replicas_that_fit(view, demand, candidate) >= 1;
+        });
+    if (!unit.valid()) return PlacementSearchResult{};
+    Placement placement;
+    const OverlayView<View> scratch(view);  // `place_in`'s, before its first replica
+    placement.replicas.push_back(ReplicaPlacement{place_one(scratch, demand, unit)});
+    return placement_search_result(topology, std::move(placement));
+  } else {
+    (void)view;
+    (void)demand;
+    (void)within;
+    return std::nullopt;
+  }
+}
+
 }  // namespace detail
 
 /// Finds a placement of the whole workload inside `within` (default: the whole cluster) that
@@ -609,6 +645,12 @@ template <CapacityView View>
   const Topology& topology = view.topology();
   const std::int64_t idle_needed = static_cast<std::int64_t>(demand.replicas) * demand.whole_devices;
   for (const LevelIndex level : gang_levels(topology, demand, within)) {
+    if (level == topology.level(within)) {  // the tier is `within` alone
+      if (auto found = detail::single_replica_by_index(view, demand, within)) {
+        if (found->found) return std::move(*found);
+        continue;  // as below: no unit holds it, so neither does `within`
+      }
+    }
     const DomainId best = detail::best_fit_gang_domain(view, demand, within, level, idle_needed);
     if (!best.valid()) continue;
     if (auto placement = place_in(view, demand, best)) return detail::placement_search_result(topology, std::move(*placement));
