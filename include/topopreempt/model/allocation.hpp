@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "topopreempt/model/detail/idle_device_index.hpp"
 #include "topopreempt/model/detail/preemption_index.hpp"
 #include "topopreempt/model/index_band.hpp"
 #include "topopreempt/model/placement.hpp"
@@ -77,6 +78,7 @@ class Allocation {
     // validation); a topology's worth of entries, within [256, 8192] (128 KiB at most).
     change_log_.resize(std::clamp<std::size_t>(n, 256, 8192));
     preemption_index_ = detail::PreemptionIndex(*topology_);
+    idle_device_index_ = detail::IdleDeviceIndex(*topology_);
     occupants_.resize(topology_->domains_at(topology_->host_level()).size());
     occupant_slots_.resize(occupants_.size());
   }
@@ -164,6 +166,14 @@ class Allocation {
   /// Bytes of the preemption index alone (part of `memory_bytes`).
   [[nodiscard]] std::size_t index_memory_bytes() const noexcept {
     return preemption_index_.memory_bytes();
+  }
+
+  /// The idle-device index: the domains of each level holding few devices, bucketed by
+  /// `idle_devices`, kept in step by every change. `find_placement` reads it to meet a gang
+  /// level's domains in ascending (idle devices, id) order, so its best fit is the first one
+  /// that holds the workload. Internal (`detail`): its interface may change between releases.
+  [[nodiscard]] const detail::IdleDeviceIndex& idle_device_index() const noexcept {
+    return idle_device_index_;
   }
 
   /// Number of running workloads.
@@ -443,6 +453,7 @@ class Allocation {
         idle_devices_.capacity() * sizeof(std::uint32_t) +
         occupancy_.capacity() * sizeof(std::uint32_t) +
         versions_.capacity() * sizeof(std::uint64_t) + index_memory_bytes() +
+        idle_device_index_.memory_bytes() +
         change_log_.capacity() * sizeof(ChangeLogEntry) + records_.capacity() * sizeof(Record) +
         free_slots_.capacity() * sizeof(std::uint32_t) + index_.bucket_count() * sizeof(void*) +
         index_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 2 * sizeof(void*));
@@ -724,7 +735,12 @@ class Allocation {
         } else {
           used_.col(at.value) -= amount;
         }
-        if (idle_changed) idle_devices_[at.value] += sign > 0 ? -1U : 1U;
+        if (idle_changed) {
+          std::uint32_t& idle = idle_devices_[at.value];
+          const std::uint32_t before = idle;
+          idle += sign > 0 ? -1U : 1U;
+          idle_device_index_.move(*topology_, at, before, idle);
+        }
         std::uint64_t& version = versions_[at.value];
         version = mix(version ^ entry_change);
         if (indexed && topology_->level(at) <= topology_->host_level()) {
@@ -783,6 +799,7 @@ class Allocation {
   std::vector<ChangeLogEntry> change_log_;                  // ring: entry i at i % size()
   std::uint64_t change_count_ = 0;                          // entries ever logged
   detail::PreemptionIndex preemption_index_;                // host level and above
+  detail::IdleDeviceIndex idle_device_index_;               // mirrors idle_devices_
   std::vector<std::vector<WorkloadId>> occupants_;          // per host ordinal
   std::vector<std::vector<std::uint32_t>> occupant_slots_;  // parallel: record slots
   std::vector<Record> records_;

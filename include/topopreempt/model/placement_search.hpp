@@ -17,6 +17,7 @@
 /// placing replica after replica on hosts not used yet is exact too.
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -564,6 +565,75 @@ void for_each_gang_candidate(const View& view, DomainId within, LevelIndex level
   descend(descend, within);
 }
 
+/// The best fit among the gang candidates of `level` inside `within` (as
+/// `for_each_gang_candidate` lists them) that hold every replica of `demand`: the one with the
+/// fewest idle devices, the lowest id on ties. Invalid when none holds them.
+///
+/// On an `Allocation` whose idle-device index covers `level` (and `within` lies above it), the
+/// candidates are met in ascending (idle devices, id) order and the first that holds the
+/// replicas is that very domain: O(domains rejected before it) instead of every candidate. The
+/// index reads the allocation itself, so any other view (an `OverlayView`'s scratch changes
+/// are not in it) takes the walk.
+template <CapacityView View>
+[[nodiscard]] DomainId best_fit_gang_domain(const View& view, const ResolvedDemand& demand,
+                                            DomainId within, LevelIndex level,
+                                            std::int64_t idle_needed) {
+  const Topology& topology = view.topology();
+  const auto holds = [&](DomainId domain) {
+    return replicas_that_fit(view, demand, domain) >= demand.replicas;
+  };
+  if constexpr (std::same_as<View, Allocation>) {
+    // `for_each_gang_candidate` lists exactly the domains of `level` inside `within` with at
+    // least `idle_needed` idle devices (an ancestor holds at least its descendants' idle
+    // devices, so its pruning drops no other), ascending id.
+    if (topology.level(within) < level && view.idle_device_index().covers(level)) {
+      return view.idle_device_index().first_accepted(topology, level, within, idle_needed, holds);
+    }
+  }
+  DomainId best;
+  for_each_gang_candidate(view, within, level, idle_needed, [&](DomainId domain) {
+    if (!holds(domain)) return;
+    if (!best.valid() || view.idle_devices(domain) < view.idle_devices(best)) best = domain;
+  });
+  return best;
+}
+
+/// `find_placement`'s answer for one replica whose gang tier is `within` itself (no gang scope
+/// tighter than it) and whose units lie below it, read from an `Allocation`'s idle-device index
+/// when it covers the unit level; nullopt when it does not (the caller then walks).
+///
+/// `place_in(state, demand, within)` puts the replica in the unit with the fewest idle devices,
+/// lowest id on ties, that holds it alone; `replicas_that_fit(state, demand, within) >= 1`
+/// exactly when some unit does (the first unit that holds a replica meets budgets no earlier
+/// unit charged). So the units met in ascending (idle devices, id) order give the same unit as
+/// the first that holds it, without reading every unit of the cluster.
+template <CapacityView View>
+[[nodiscard]] std::optional<PlacementSearchResult> single_replica_by_index(
+    const View& view, const ResolvedDemand& demand, DomainId within) {
+  if constexpr (std::same_as<View, Allocation>) {
+    const Topology& topology = view.topology();
+    if (demand.replicas != 1 || topology.level(within) >= demand.unit_level ||
+        !view.idle_device_index().covers(demand.unit_level)) {
+      return std::nullopt;
+    }
+    const DomainId unit = view.idle_device_index().first_accepted(
+        topology, demand.unit_level, within, demand.whole_devices, [&](DomainId candidate) {
+          return unit_allowed(topology, demand, candidate) &&
+                 replicas_that_fit(view, demand, candidate) >= 1;
+        });
+    if (!unit.valid()) return PlacementSearchResult{};
+    Placement placement;
+    const OverlayView<View> scratch(view);  // `place_in`'s, before its first replica
+    placement.replicas.push_back(ReplicaPlacement{place_one(scratch, demand, unit)});
+    return placement_search_result(topology, std::move(placement));
+  } else {
+    (void)view;
+    (void)demand;
+    (void)within;
+    return std::nullopt;
+  }
+}
+
 }  // namespace detail
 
 /// Finds a placement of the whole workload inside `within` (default: the whole cluster) that
@@ -575,11 +645,13 @@ template <CapacityView View>
   const Topology& topology = view.topology();
   const std::int64_t idle_needed = static_cast<std::int64_t>(demand.replicas) * demand.whole_devices;
   for (const LevelIndex level : gang_levels(topology, demand, within)) {
-    DomainId best;
-    detail::for_each_gang_candidate(view, within, level, idle_needed, [&](DomainId domain) {
-      if (replicas_that_fit(view, demand, domain) < demand.replicas) return;
-      if (!best.valid() || view.idle_devices(domain) < view.idle_devices(best)) best = domain;
-    });
+    if (level == topology.level(within)) {  // the tier is `within` alone
+      if (auto found = detail::single_replica_by_index(view, demand, within)) {
+        if (found->found) return std::move(*found);
+        continue;  // as below: no unit holds it, so neither does `within`
+      }
+    }
+    const DomainId best = detail::best_fit_gang_domain(view, demand, within, level, idle_needed);
     if (!best.valid()) continue;
     if (auto placement = place_in(view, demand, best)) return detail::placement_search_result(topology, std::move(*placement));
   }
