@@ -24,12 +24,11 @@ namespace topopreempt {
 ///
 /// `decide(state)` returns exactly the plan `solver.solve(state, preemptor, model)` returns
 /// (same victims, placement, cost, status, verdicts and statistics; only
-/// `statistics.seconds` differs). It also keeps, by version, each host's part of
-/// `check_price_sum` (walked down from the root into changed subtrees only) and the gang
-/// domains where the preemptor did not fit without preemption. Every call still visits each
+/// `statistics.seconds` differs). Prices are checked as scans read them, so reused scans need
+/// no check, and "fits already" is the cold, index-backed answer. Every call still visits each
 /// candidate domain to compare versions, and redoes the searches, so a call after k changes
-/// costs O(candidate domains) cheap steps plus the reads of the changed domains and hosts and
-/// the searches, instead of reading every domain and pricing every workload. Results are reused
+/// costs O(candidate domains) cheap steps plus the reads of the changed domains and the
+/// searches, instead of reading every domain. Results are reused
 /// across states of one topology: a state on another topology resets the cache. Versions are
 /// content digests, so decisions on copies of a state reuse each other's results correctly.
 ///

@@ -22,7 +22,6 @@
 #include "topopreempt/plan/detail/dependencies.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
 #include "topopreempt/solvers/cost_model.hpp"
-#include "topopreempt/solvers/detail/decision_reuse.hpp"
 
 namespace topopreempt::detail {
 
@@ -141,9 +140,6 @@ struct ScanCache {
   /// to scan and their version digests, computed once per target.
   std::vector<DomainId> stale_targets;
   std::vector<std::uint64_t> stale_keys;
-  /// Gang domains known not to hold the preemptor as things stand (the "fits already"
-  /// check), kept by version too.
-  FitCache fits;
 };
 
 /// Marks the "whole idle devices" relaxation dimension.

@@ -119,9 +119,9 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
     record_dependencies(state, preemptor, plan);  // what a later commit checks
     return plan;
   };
-  const PlacementSearchResult now =
-      cache != nullptr ? find_placement_reusing(state, context.demand(), cache->fits)
-                       : find_placement(state, context.demand());
+  // The idle-device index answers this without reading every domain, cold or warm: the
+  // decider asks it afresh too (it is faster than re-examining what the change log lists).
+  const PlacementSearchResult now = find_placement(state, context.demand());
   if (now.found) {
     return finish(context.make_plan_without_victims(solver, PlanStatus::no_preemption_needed, &now,
                                                     statistics, {}, 0));
