@@ -9,6 +9,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -451,32 +452,31 @@ struct VictimPriceRange {
 /// (valid, on the declared grid, none below `floor`) and returns the range of them.
 template <CostModel Model>
 VictimPriceRange checked_price_range(const Model& model, const Workload& victim, double floor) {
-  const double evict = checked_cost(static_cast<double>(model.evict(victim)), Model::name, victim);
+  // A declared grid lets solvers round bounds up to it: an off-grid price would make them wrong.
+  // Checked in the same pass that prices the actions (once each: this runs per victim read),
+  // and reported after every price was found valid, first off-grid action first.
+  const double grid = cost_grid_of(model);
+  double off_grid = std::numeric_limits<double>::quiet_NaN();
+  const auto priced = [&](auto price) {
+    const double value = checked_cost(static_cast<double>(price), Model::name, victim);
+    if (grid > 0.0 && std::isnan(off_grid) && std::fmod(value, grid) != 0.0) off_grid = value;
+    return value;
+  };
+  const double evict = priced(model.evict(victim));
   VictimPriceRange range{evict, evict};
   double cheapest_any = evict;
   const std::int32_t kept_shrinks = std::min(victim.shrinkable_replicas(), victim.replicas - 1);
   for (std::int32_t dropped = 1; dropped <= victim.shrinkable_replicas(); ++dropped) {
-    const double price =
-        checked_cost(static_cast<double>(model.shrink(victim, dropped)), Model::name, victim);
+    const double price = priced(model.shrink(victim, dropped));
     range.dearest = std::max(range.dearest, price);
     cheapest_any = std::min(cheapest_any, price);
     if (dropped <= kept_shrinks) range.cheapest = std::min(range.cheapest, price);
   }
-  if constexpr (GridPriceModel<Model>) {
-    // A declared grid lets solvers round bounds up to it: an off-grid price would make them wrong.
-    const double grid = static_cast<double>(model.cost_grid());
-    if (grid > 0.0) {
-      for (std::int32_t dropped = 0; dropped <= victim.shrinkable_replicas(); ++dropped) {
-        const double price = dropped == 0 ? static_cast<double>(model.evict(victim))
-                                          : static_cast<double>(model.shrink(victim, dropped));
-        if (std::fmod(price, grid) != 0.0) {
-          throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " +
-                                      victim.label() + " at " + std::to_string(price) +
-                                      ", not a multiple of its declared cost_grid() " +
-                                      std::to_string(grid));
-        }
-      }
-    }
+  if (!std::isnan(off_grid)) {
+    throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " +
+                                victim.label() + " at " + std::to_string(off_grid) +
+                                ", not a multiple of its declared cost_grid() " +
+                                std::to_string(grid));
   }
   // A declared floor lets solvers prune domains unread: a price below it would make plans wrong.
   if (cheapest_any < floor) {

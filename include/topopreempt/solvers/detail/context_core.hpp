@@ -51,6 +51,10 @@ class PreemptionContext {
   [[nodiscard]] const Topology& topology() const noexcept { return topology_; }
   [[nodiscard]] const ResolvedDemand& demand() const noexcept { return demand_; }
   [[nodiscard]] const std::vector<Tier>& tiers() const noexcept { return tiers_; }
+  /// The model's declared `least_price()` (0 when it declares none), checked at construction.
+  [[nodiscard]] double price_floor() const noexcept { return floor_; }
+  /// The model's declared `cost_grid()` (0 when it declares none), checked at construction.
+  [[nodiscard]] double cost_grid() const noexcept { return grid_; }
 
   /// Only strictly lower-priority, preemptible workloads may be victims.
   [[nodiscard]] bool eligible(const Workload& workload) const noexcept {

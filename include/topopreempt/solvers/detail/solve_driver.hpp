@@ -131,8 +131,8 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
   bool unproven = false;  // an earlier tier ended at a limit without proving it has no plan
   // Every domain costs at least the model's declared price floor: the preemptor fits nowhere
   // as things stand, so each plan evicts or shrinks at least one victim.
-  const double floor = least_price_of(model);
-  const double grid = cost_grid_of(model);
+  const double floor = context.price_floor();
+  const double grid = context.cost_grid();
   for (std::size_t tier_index = 0; tier_index < context.tiers().size(); ++tier_index) {
     const Tier& tier = context.tiers()[tier_index];
     // A candidate domain, keyed by a lower bound on its cost: for a read one its scan bound
