@@ -204,6 +204,19 @@ std::size_t check_price_bounds(const Allocation& state, const Workload& preempto
       INFO(Model::name, " ", preemptor.label(), " target ", target.value, " needs ", need);
       CHECK(bound <= least);
       above_floor += bound > floor ? 1 : 0;
+      // Every group that holds the target (the root, racks, its host when the target lies
+      // below it) bounds it too: the driver prunes a group whole by that bound.
+      if (!context.grouped(tier)) continue;
+      const Topology& topology = state.topology();
+      for (DomainId group = topology.parent(target); group.valid();
+           group = group == Topology::root() ? DomainId{} : topology.parent(group)) {
+        if (topology.level(group) > topology.host_level()) continue;
+        const double group_bound = context.group_price_bound(tier, group, floor, grid);
+        INFO("group ", group.value);
+        CHECK(group_bound >= floor);
+        CHECK(group_bound <= least);
+        above_floor += group_bound > floor ? 1 : 0;
+      }
     }
   }
   return above_floor;

@@ -203,6 +203,19 @@ class PreemptionContext {
   [[nodiscard]] double index_price_bound(const Tier& tier, DomainId target, double floor,
                                          double grid) const;
 
+  /// Whether the targets of `tier` are taken by group (`group_price_bound`): for an
+  /// `IndexPricedModel` whose tier needs whole devices, with targets at or below the host level
+  /// and at least one level between them and the root.
+  [[nodiscard]] bool grouped(const Tier& tier) const;
+  /// A lower bound on any plan in any target of `tier` inside `group` (a domain at or above the
+  /// host level, above the target level), never reading a target: the price floor, or `least
+  /// per_victim + least deficit x least per_device_entry` over the group's eligible bands,
+  /// where the least deficit is the demand less the most idle devices of one host of the
+  /// group (no target in it has more). The group's bands hold every victim any of its targets
+  /// may evict, so the model's declared rate bounds them all. O(hosts in the group + bands).
+  [[nodiscard]] double group_price_bound(const Tier& tier, DomainId group, double floor,
+                                         double grid) const;
+
   /// Sizes `cache`'s entries for `tier` (one per target).
   void prepare_cache(ScanCache& cache, std::size_t tier_index, const Tier& tier) const;
 
@@ -233,6 +246,11 @@ class PreemptionContext {
   /// Never wrong: the index counts every eligible victim there, a superset of what the scan
   /// counts, so a domain it rejects the scan rejects too.
   [[nodiscard]] std::optional<Shortfall> index_shortfall(const Tier& tier, DomainId target) const;
+
+  /// `floor`, or `least per_victim + need x least per_device_entry` over the eligible bands of
+  /// `where` when both are declared and `need` > 0, lowered by its rounding and put on `grid`.
+  [[nodiscard]] double banded_price_bound(DomainId where, double need, double floor,
+                                          double grid) const;
 
   /// Calls `visit(host)` for each host-level domain that `scope` covers or lies in.
   template <class Visit>

@@ -41,6 +41,7 @@ void PreemptionContext<Model>::scan_batch(const Tier& tier, std::span<const Doma
       slot.need[k] =
           std::max(0.0, total_demand(tier, tier.dims[k]) - free_in(state_, where, tier.dims[k]));
       slot.total[k] = 0.0;
+      slot.least_action[k] = std::numeric_limits<double>::infinity();
       slot.items[k].clear();
       any_measured_above = any_measured_above || where != targets[t];
     }
@@ -115,6 +116,7 @@ void PreemptionContext<Model>::scan_batch(const Tier& tier, std::span<const Doma
       for (std::size_t k = 0; k < count; ++k) {
         if (slot.gain[k] <= 0.0) continue;
         slot.total[k] += slot.gain[k];
+        slot.least_action[k] = std::min(slot.least_action[k], cheapest);
         slot.items[k].emplace_back(cheapest / slot.gain[k], slot.gain[k]);
       }
     }
@@ -306,7 +308,9 @@ ScanResult PreemptionContext<Model>::finish_scan(const Tier& tier, ScanWorkspace
   }
   for (std::size_t k = 0; k < count; ++k) {
     if (slot.need[k] <= 0.0) continue;
-    result.bound = std::max(result.bound, fractional_cover(slot.items[k], slot.need[k]));
+    // An exact price, no rounding: at least one victim that frees some of dim k is acted on.
+    result.bound = std::max({result.bound, fractional_cover(slot.items[k], slot.need[k]),
+                             slot.least_action[k]});
   }
   return result;
 }
@@ -340,6 +344,47 @@ double PreemptionContext<Model>::index_price_bound(const Tier& tier, DomainId ta
     const DomainId where = aggregate_domain(target, whole_device_dim);
     const double need =
         total_demand(tier, whole_device_dim) - free_in(state_, where, whole_device_dim);
+    return banded_price_bound(where, need, floor, grid);
+  }
+}
+
+template <CostModel Model>
+bool PreemptionContext<Model>::grouped(const Tier& tier) const {
+  if constexpr (!IndexPricedModel<Model>) {
+    return false;
+  } else {
+    return topology_.host_level() >= 1 && tier.target_level >= topology_.host_level() &&
+           std::find(tier.dims.begin(), tier.dims.end(), whole_device_dim) != tier.dims.end();
+  }
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::group_price_bound(const Tier& tier, DomainId group, double floor,
+                                                   double grid) const {
+  if constexpr (!IndexPricedModel<Model>) {
+    return floor;
+  } else {
+    // A target's devices lie in one host (targets are at or below the host level): it has at
+    // most its host's idle devices.
+    const LevelIndex host_level = topology_.host_level();
+    double most_idle = 0.0;
+    if (topology_.level(group) >= host_level) {
+      most_idle = free_in(state_, group, whole_device_dim);
+    } else {
+      for (const DomainId host : topology_.domains_at(host_level, group))
+        most_idle = std::max(most_idle, free_in(state_, host, whole_device_dim));
+    }
+    return banded_price_bound(group, total_demand(tier, whole_device_dim) - most_idle, floor,
+                              grid);
+  }
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::banded_price_bound(DomainId where, double need, double floor,
+                                                    double grid) const {
+  if constexpr (!IndexPricedModel<Model>) {
+    return floor;
+  } else {
     if (!(need > 0.0)) return floor;
     double per_victim = std::numeric_limits<double>::infinity();
     double per_entry = std::numeric_limits<double>::infinity();

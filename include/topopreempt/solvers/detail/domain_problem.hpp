@@ -78,6 +78,10 @@ struct ScanWorkspace {
     std::vector<double> need;
     std::vector<double> total;
     std::vector<double> gain;
+    // Per dim: the least price of one action on a victim that frees some of it. A plan that
+    // must free some of a dim acts on one such victim at least: a bound the fractional cover
+    // misses when one victim frees more than the deficit (a 4-GPU victim for a 1-GPU gap).
+    std::vector<double> least_action;
     std::vector<std::vector<std::pair<double, double>>> items;  // per dim: (cost ratio, gain)
   };
   std::vector<WorkloadId> seen;
@@ -95,6 +99,7 @@ struct ScanWorkspace {
       target.need.resize(dims);
       target.total.resize(dims);
       target.gain.resize(dims);
+      target.least_action.resize(dims);
       target.items.resize(dims);
     }
   }

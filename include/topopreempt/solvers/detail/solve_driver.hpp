@@ -137,13 +137,18 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
     const Tier& tier = context.tiers()[tier_index];
     // A candidate domain, keyed by a lower bound on its cost: for a read one its scan bound
     // (or the index bound if larger), for an unread one the index bound of a priced model
-    // (`IndexPricedModel`) when it exceeds the price floor.
+    // (`IndexPricedModel`) when it exceeds the price floor; or a group of unread targets (a
+    // domain above them, `members` > 0) keyed by the group's index bound, which bounds all of
+    // them (`group_price_bound`).
     struct Candidate {
       double bound;
       DomainId target;
       bool read = true;
+      std::size_t members = 0;
     };
     std::vector<Candidate> candidates;  // a heap of read domains and of unread priced ones
+    std::size_t groups = 0;             // group candidates in the heap
+    std::size_t grouped_targets = 0;    // targets they hold
     // Unread candidates, ascending id. Their bound is the price floor, so taken cheapest
     // bound first they come in id order: a cursor replaces a heap.
     std::vector<DomainId> unread;
@@ -185,6 +190,19 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       context.for_each_batch(tier, batch, keep, [&](std::span<const DomainId> targets) {
         context.scan_batch_cached(tier_index, tier, targets, workspace, cache, emit);
       });
+    } else if (context.grouped(tier) && !deadline.expired_now()) {
+      // Priced, and targets lie at or below the host level: one group, the root, holds them
+      // all. Taken by its bound, a group opens into the groups a level down, then into its
+      // targets; a group whose bound cannot win is pruned whole, its targets never looked at
+      // one by one (counted as considered when a group opens into them or is pruned). Past
+      // the deadline already, targets are taken one by one below, as far as it lets them.
+      const std::size_t all = context.targets(tier).size();
+      if (all > 0) {
+        candidates.push_back({context.group_price_bound(tier, Topology::root(), floor, grid),
+                              Topology::root(), false, all});
+        groups = 1;
+        grouped_targets = all;
+      }
     } else {
       // The static capacity check waits until a domain is read: most are never read.
       unread.reserve(context.targets(tier).size());
@@ -209,14 +227,13 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
     // Reads the next unread candidates: the one at the cursor, with the following ones on the
     // same host when targets lie below the host level (one pass over the host's occupants,
     // as the full scan does). The index rejects hopeless ones first, unread.
-    const auto read_next = [&] {
+    // Admits unread targets that share one host (or a single target): the index rejects
+    // hopeless ones unread; a priced one whose bound (at least `lower`, its group's) exceeds
+    // the floor waits in the heap for its turn (most never come); the rest are read now, in one
+    // pass over the host's occupants, as the full scan does.
+    const auto admit = [&](std::span<const DomainId> targets, double lower) {
       batch.clear();
-      const DomainId first = unread[cursor];
-      const DomainId host = tier.target_level > host_level
-                                ? context.topology().ancestor_at(first, host_level)
-                                : DomainId{};
-      do {
-        const DomainId target = unread[cursor++];
+      for (const DomainId target : targets) {
         if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
           ++statistics.domains_pruned;
           log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
@@ -224,23 +241,82 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
                        context.index_shortfall_cached(tier_index, tier, target, cache)) {
           ++statistics.domains_pruned;
           log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
-        } else if (const double bound = context.index_price_bound(tier, target, floor, grid);
+        } else if (const double bound =
+                       std::max(lower, context.index_price_bound(tier, target, floor, grid));
                    bound > floor) {
-          // Priced: it waits, unread, for its turn by the index bound (most never come).
           candidates.push_back({bound, target, false});
           std::push_heap(candidates.begin(), candidates.end(), later);
         } else {
           batch.push_back(target);
         }
-      } while (host.valid() && cursor < unread.size() &&
-               context.topology().ancestor_at(unread[cursor], host_level) == host);
+      }
       if (!batch.empty()) {
         context.scan_batch_cached(tier_index, tier, std::span<const DomainId>(batch), workspace,
                                   cache, emit);
       }
     };
+    // Reads the next unread candidates: the one at the cursor, with the following ones on the
+    // same host when targets lie below the host level.
+    std::vector<DomainId> same_host;
+    const auto read_next = [&] {
+      same_host.clear();
+      const DomainId first = unread[cursor];
+      const DomainId host = tier.target_level > host_level
+                                ? context.topology().ancestor_at(first, host_level)
+                                : DomainId{};
+      do {
+        same_host.push_back(unread[cursor++]);
+      } while (host.valid() && cursor < unread.size() &&
+               context.topology().ancestor_at(unread[cursor], host_level) == host);
+      admit(std::span<const DomainId>(same_host), floor);
+    };
+    // The targets of `tier` inside `group`, ascending id.
+    const auto members_of = [&](DomainId group) {
+      const auto all = context.targets(tier);
+      const auto first = std::lower_bound(all.begin(), all.end(), group);
+      const auto last = std::lower_bound(first, all.end(), context.topology().subtree_end(group));
+      return all.subspan(static_cast<std::size_t>(first - all.begin()),
+                         static_cast<std::size_t>(last - first));
+    };
+    // Opens a group: into the groups one level down while those still lie above the targets
+    // and at or above the host level, else into its targets (each host's admitted together).
+    // `for_listing`: only to name pruned targets (bounds, no checks, nothing logged).
+    const auto open_group = [&](const Candidate& group, bool for_listing) {
+      --groups;
+      grouped_targets -= group.members;
+      const Topology& topology = context.topology();
+      const LevelIndex level = topology.level(group.target);
+      if (level < host_level && level + 1 < tier.target_level) {
+        for (const DomainId child : topology.domains_at(level + 1, group.target)) {
+          const std::size_t members = members_of(child).size();
+          if (members == 0) continue;
+          candidates.push_back(
+              {std::max(group.bound, context.group_price_bound(tier, child, floor, grid)), child,
+               false, members});
+          std::push_heap(candidates.begin(), candidates.end(), later);
+          ++groups;
+          grouped_targets += members;
+        }
+        return;
+      }
+      const auto members = members_of(group.target);
+      if (!for_listing) statistics.domains_considered += members.size();
+      if (for_listing) {
+        for (const DomainId target : members) {
+          candidates.push_back(
+              {std::max(group.bound, context.index_price_bound(tier, target, floor, grid)),
+               target, false});
+          std::push_heap(candidates.begin(), candidates.end(), later);
+        }
+      } else if (level >= host_level) {
+        admit(members, group.bound);  // all on one host
+      } else {
+        for (std::size_t i = 0; i < members.size(); ++i) admit(members.subspan(i, 1), group.bound);
+      }
+    };
     while (!candidates.empty() || cursor < unread.size()) {
-      const std::size_t live = candidates.size() + (unread.size() - cursor);
+      const std::size_t live =
+          candidates.size() - groups + grouped_targets + (unread.size() - cursor);
       // Unread domains (bound: the floor) go before read ones of a larger bound; at equal
       // bounds read ones go first, so a plan at the floor ends the tier without reading the
       // other domains whose bound is the floor.
@@ -251,9 +327,16 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         // Every domain left has a bound at least this large: all are pruned at once, the
         // closest read ones listed first, then unread ones.
         statistics.domains_pruned += live;
+        statistics.domains_considered += grouped_targets;  // pruned whole, by their group
         std::size_t listed = 0;
         while (!candidates.empty() && log.wants_more()) {
           std::pop_heap(candidates.begin(), candidates.end(), later);
+          if (candidates.back().members > 0) {
+            const Candidate group = candidates.back();
+            candidates.pop_back();
+            open_group(group, true);
+            continue;
+          }
           log.searched(
               {candidates.back().target,
                candidates.back().read ? Rejection::Kind::bound : Rejection::Kind::bound_unread,
@@ -292,6 +375,10 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       std::pop_heap(candidates.begin(), candidates.end(), later);
       const Candidate item = candidates.back();
       candidates.pop_back();
+      if (item.members > 0) {
+        open_group(item, false);
+        continue;
+      }
       if (!item.read) {
         // Its index bound can still win: read it, with the next unread ones of its host at the
         // top of the heap (one pass over the host's occupants), and let them back in by their
@@ -300,7 +387,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         if (tier.target_level > host_level) {
           const DomainId host = context.topology().ancestor_at(item.target, host_level);
           while (!candidates.empty() && !candidates.front().read &&
-                 candidates.front().bound < best_cost &&
+                 candidates.front().members == 0 && candidates.front().bound < best_cost &&
                  context.topology().ancestor_at(candidates.front().target, host_level) == host) {
             std::pop_heap(candidates.begin(), candidates.end(), later);
             batch.push_back(candidates.back().target);
