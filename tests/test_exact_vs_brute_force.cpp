@@ -31,6 +31,7 @@
 #include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/solvers/detail/preemption_context.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
 #include "topopreempt/solvers/preemption_solver.hpp"
@@ -928,6 +929,73 @@ TEST_SUITE("brute_force") {
     check_no_mismatches(
         {&branch_and_bound, &knapsack, &greedy, &exhaustive, &exhaustive_evictions});
     CHECK(branch_and_bound.optimal_compared >= 150);
+  }
+
+  TEST_CASE("gangs of whole hosts in a rack: the per-host bounds keep exact solvers exact") {
+    // Two or three replicas, each asking for every device of a host, gang guaranteed in a
+    // rack: the shape where the scan and the index bound a rack by its R cheapest hosts
+    // (`per_host_bound`, `per_host_index_bound`). Priced models only (the index bound applies
+    // to them); the exact solvers must still reach the brute-force optimum.
+    Tally branch_and_bound{"branch_and_bound"};
+    Tally knapsack{"knapsack"};
+    std::size_t instances = 0;
+    std::size_t optimal = 0;
+    std::size_t bound_applies = 0;
+    for (std::uint64_t seed = 5000000; instances < 1500 && seed < 5200000; ++seed) {
+      std::optional<Instance> instance = make_instance(seed, RequirementMix{});
+      if (!instance) continue;
+      const Topology& topology = *instance->topology;
+      const LevelIndex host_level = topology.host_level();
+      if (host_level == 0 || topology.domains_at(host_level).size() < 2) continue;
+      Workload& gang = instance->preemptor;
+      const DomainId first_host = topology.domains_at(host_level).front();
+      gang.replicas = seed % 4 == 0 ? 3 : 2;
+      gang.demand.resources = topology.schema().zeros();  // devices alone: more are feasible
+      gang.min_replicas.reset();
+      gang.distinct_hosts = seed % 5 == 0;
+      gang.demand.whole_devices =
+          static_cast<decltype(gang.demand.whole_devices)>(topology.device_count(first_host));
+      gang.replica_scope = TopologyRequirement::guaranteed(topology.levels()[host_level]);
+      gang.gang_scope = TopologyRequirement::guaranteed(topology.levels()[host_level - 1]);
+      instance->eligible = 0;
+      for (WorkloadId id : instance->state->workload_ids())
+        instance->eligible += eligible(instance->state->workload(id), gang) ? 1 : 0;
+      if (instance->eligible == 0 || instance->eligible > 10) continue;
+      const Allocation& state = *instance->state;
+      const auto run = [&](const auto& model) {
+        const BruteForce truth = brute_force(state, gang, model);
+        if (truth.outcome == BruteForce::Outcome::too_large) return;
+        ++instances;
+        optimal += truth.outcome == BruteForce::Outcome::optimal ? 1 : 0;
+        const detail::PreemptionContext context(state, gang, model);
+        for (const detail::Tier& tier : context.tiers()) {
+          for (const DomainId target : context.targets(tier))
+            bound_applies += context.per_host_bound_applies(tier, target) ? 1 : 0;
+        }
+        compare<solvers::branch_and_bound_solver>(branch_and_bound, *instance, model, truth);
+        compare<solvers::knapsack_solver>(knapsack, *instance, model, truth);
+      };
+      switch (seed % 4) {
+        case 0:
+          run(cost::lost_work{});
+          break;
+        case 1:
+          run(cost::reload_time{});
+          break;
+        case 2:
+          run(cost::priority_weighted{});
+          break;
+        default:
+          run(cost::weighted_sum<cost::lost_work, cost::reload_time>{{}, {}, 1.0, 3.0});
+          break;
+      }
+    }
+    MESSAGE(instances << " whole-host gang instances (" << optimal << " needing preemption, "
+                      << bound_applies << " targets under the per-host bounds)");
+    CHECK(instances >= 1500);
+    CHECK(optimal >= 150);
+    CHECK(bound_applies >= 1000);
+    check_no_mismatches({&branch_and_bound, &knapsack});
   }
 
   TEST_CASE("lexicographic models with 2-3 priorities: exact solvers equal brute force exactly") {

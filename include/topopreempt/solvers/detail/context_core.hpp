@@ -237,6 +237,22 @@ class PreemptionContext {
   void for_each_batch(const Tier& tier, std::vector<DomainId>& buffer, Keep&& keep,
                       Visit&& visit) const;
 
+  /// Whether a scan of `target` also takes the per-host bound: a gang of whole devices whose
+  /// replicas each lie in one host and never two in one (`distinct_hosts`, or 2 x devices per
+  /// replica above every host's), in a target spanning hosts.
+  [[nodiscard]] bool per_host_bound_applies(const Tier& tier, DomainId target) const;
+  /// The per-host bound of a scanned gang target: the sum of the R least fractional covers,
+  /// each of one host's device deficit for one replica by the victims on that host (a victim
+  /// on n hosts charged 1/n of its cheapest price on each), lowered by its rounding.
+  [[nodiscard]] double per_host_bound(const Tier& tier, std::span<const DomainId> hosts,
+                                      ScanWorkspace& workspace) const;
+
+  /// The per-host bound from the index alone (no occupant read): `least per_victim` plus the
+  /// R least `deficit x least per_device_entry` over the target's hosts (`index_price_bound`
+  /// takes it when `per_host_bound_applies`). O(hosts x bands).
+  [[nodiscard]] double per_host_index_bound(const Tier& tier, DomainId target, double floor,
+                                            double grid) const;
+
   /// Shortfall check and fractional bound of one scanned target.
   [[nodiscard]] static ScanResult finish_scan(const Tier& tier, ScanWorkspace::Target& slot);
 

@@ -66,6 +66,17 @@ void PreemptionContext<Model>::scan_batch(const Tier& tier, std::span<const Doma
       workspace.pooled_dims.push_back(k);
     }
   }
+  // A gang whose replicas each take a whole host's worth of devices (or one host each), in a
+  // target spanning hosts: each replica needs its own host with d idle devices. The cheapest
+  // R hosts' fractional covers bound the plan (`per_host_bound`).
+  const LevelIndex host_level = topology_.host_level();
+  const bool per_host = batch == 1 && per_host_bound_applies(tier, targets[0]);
+  std::span<const DomainId> hosts;
+  if (per_host) {
+    hosts = topology_.domains_at(host_level, targets[0]);
+    if (workspace.host_items.size() < hosts.size()) workspace.host_items.resize(hosts.size());
+    for (std::size_t h = 0; h < hosts.size(); ++h) workspace.host_items[h].clear();
+  }
   const auto visit_occupant = [&](const WorkloadView& view) {
     if (!eligible(view.workload)) return;
     for (std::size_t t = 0; t < batch; ++t) {
@@ -120,8 +131,36 @@ void PreemptionContext<Model>::scan_batch(const Tier& tier, std::span<const Doma
         slot.items[k].emplace_back(cheapest / slot.gain[k], slot.gain[k]);
       }
     }
+    if (per_host && prices) {
+      // Its device entries per host of the target, and every host it touches: a victim on n
+      // hosts is charged 1/n of its cheapest price on each, so that summing over the hosts a
+      // plan uses never charges it more than once.
+      workspace.victim_hosts.clear();
+      workspace.victim_host_ids.clear();
+      const std::uint32_t first = topology_.ordinal(hosts.front());
+      for (const DomainId domain : view.domains) {
+        const DomainId host = topology_.ancestor_at(domain, host_level);
+        if (std::find(workspace.victim_host_ids.begin(), workspace.victim_host_ids.end(), host) ==
+            workspace.victim_host_ids.end())
+          workspace.victim_host_ids.push_back(host);
+        if (!topology_.is_device(domain) || !host.valid() ||
+            !topology_.contains(targets[0], host))
+          continue;
+        const std::size_t index = topology_.ordinal(host) - first;
+        auto it = std::find_if(workspace.victim_hosts.begin(), workspace.victim_hosts.end(),
+                               [&](const auto& entry) { return entry.first == index; });
+        if (it == workspace.victim_hosts.end()) {
+          workspace.victim_hosts.emplace_back(index, 0.0);
+          it = workspace.victim_hosts.end() - 1;
+        }
+        it->second += 1.0;
+      }
+      const double share =
+          prices->cheapest / static_cast<double>(workspace.victim_host_ids.size());
+      for (const auto& [index, entries] : workspace.victim_hosts)
+        workspace.host_items[index].emplace_back(share / entries, entries);
+    }
   };
-  const LevelIndex host_level = topology_.host_level();
   if (batch == 1 && topology_.level(workspace.targets[0].reach) < host_level) {
     // One target spanning hosts: a gang may sit on several of them; count it once.
     for_each_host(workspace.targets[0].reach, [&](DomainId host) {
@@ -140,7 +179,55 @@ void PreemptionContext<Model>::scan_batch(const Tier& tier, std::span<const Doma
   }
   // Every sum a search of a target forms is at most its victims' dearest prices summed.
   for (std::size_t t = 0; t < batch; ++t) check_domain_price_sum(workspace.targets[t].dearest_sum);
-  for (std::size_t t = 0; t < batch; ++t) emit(targets[t], finish_scan(tier, workspace.targets[t]));
+  for (std::size_t t = 0; t < batch; ++t) {
+    ScanResult result = finish_scan(tier, workspace.targets[t]);
+    if (per_host && !result.shortfall)
+      result.bound = std::max(result.bound, per_host_bound(tier, hosts, workspace));
+    emit(targets[t], result);
+  }
+}
+
+template <CostModel Model>
+bool PreemptionContext<Model>::per_host_bound_applies(const Tier& tier, DomainId target) const {
+  const ResolvedDemand& demand = tier.demand;
+  const LevelIndex host_level = topology_.host_level();
+  if (demand.replicas < 2 || demand.whole_devices <= 0 || demand.unit_level < host_level ||
+      topology_.level(target) >= host_level)
+    return false;
+  if (demand.distinct_hosts) return true;
+  // Every host holds at most one replica: 2 d devices exceed each host's.
+  for (const DomainId host : topology_.domains_at(host_level, target)) {
+    if (2 * demand.whole_devices <= static_cast<std::int64_t>(topology_.device_count(host)))
+      return false;
+  }
+  return true;
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::per_host_bound(const Tier& tier, std::span<const DomainId> hosts,
+                                                ScanWorkspace& workspace) const {
+  // Each replica lies in one host (the unit level is the host or deeper) and no host holds
+  // two, so a plan readies R distinct hosts, each with d idle devices: on host h it frees at
+  // least d - idle(h) device entries of victims on h, at no less than the fractional cover of
+  // that deficit by h's victims at their charged shares. The R cheapest hosts bound the plan.
+  const double replicas = static_cast<double>(tier.demand.replicas);
+  const double devices = static_cast<double>(tier.demand.whole_devices);
+  auto& costs = workspace.host_costs;
+  costs.clear();
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    const double need = devices - free_in(state_, hosts[h], whole_device_dim);
+    const double cost = need <= 0.0 ? 0.0 : fractional_cover(workspace.host_items[h], need);
+    if (std::isfinite(cost)) costs.push_back(cost);
+  }
+  const auto r = static_cast<std::size_t>(replicas);
+  // Fewer ready hosts than replicas: no plan here; the search proves it, keep the bound.
+  if (costs.size() < r) return 0.0;
+  std::nth_element(costs.begin(), costs.begin() + static_cast<std::ptrdiff_t>(r - 1), costs.end());
+  double sum = 0.0;
+  for (std::size_t i = 0; i < r; ++i) sum += costs[i];
+  // Each cover is conservative already; the sum adds r roundings (the shares' divisions are
+  // counted inside each cover's).
+  return conservative(sum, static_cast<double>(r) + 2.0);
 }
 
 template <CostModel Model>
@@ -344,8 +431,48 @@ double PreemptionContext<Model>::index_price_bound(const Tier& tier, DomainId ta
     const DomainId where = aggregate_domain(target, whole_device_dim);
     const double need =
         total_demand(tier, whole_device_dim) - free_in(state_, where, whole_device_dim);
-    return banded_price_bound(where, need, floor, grid);
+    const double bound = banded_price_bound(where, need, floor, grid);
+    if (!per_host_bound_applies(tier, target)) return bound;
+    return std::max(bound, per_host_index_bound(tier, target, floor, grid));
   }
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId target,
+                                                      double floor, double grid) const {
+  // The per-host bound from the index alone: each of R distinct hosts frees its deficit d -
+  // idle(h) at no less than its bands' least per-entry rate each (the per-entry parts of one
+  // action's rate add up across hosts: they count the entries it frees), plus one least
+  // per-victim part for the plan.
+  const LevelIndex host_level = topology_.host_level();
+  const double devices = static_cast<double>(tier.demand.whole_devices);
+  const auto replicas = static_cast<std::size_t>(tier.demand.replicas);
+  std::vector<double> costs;
+  double per_victim = std::numeric_limits<double>::infinity();
+  for (const DomainId host : topology_.domains_at(host_level, target)) {
+    const double need = devices - free_in(state_, host, whole_device_dim);
+    if (need <= 0.0) {
+      costs.push_back(0.0);
+      continue;
+    }
+    double per_entry = std::numeric_limits<double>::infinity();
+    state_.for_each_index_band(host, preemptor_.priority, [&](const IndexBand& band) {
+      const PriceRate rate = model_.index_price_rate(band);
+      per_victim = std::min(per_victim, rate.per_victim);
+      per_entry = std::min(per_entry, rate.per_device_entry);
+    });
+    if (std::isfinite(per_entry)) costs.push_back(need * per_entry);
+  }
+  if (costs.size() < replicas) return floor;  // the scan or the search finds no plan
+  std::nth_element(costs.begin(), costs.begin() + static_cast<std::ptrdiff_t>(replicas - 1),
+                   costs.end());
+  double sum = 0.0;
+  for (std::size_t i = 0; i < replicas; ++i) sum += costs[i];
+  if (!(sum > 0.0)) return floor;  // every host ready already: no victim is implied
+  if (!std::isfinite(per_victim)) return floor;
+  const double bound = conservative(per_victim + sum, 16.0 + static_cast<double>(replicas));
+  if (!std::isfinite(bound)) return floor;
+  return std::max(floor, on_grid(bound, grid));
 }
 
 template <CostModel Model>

@@ -88,6 +88,12 @@ struct ScanWorkspace {
   std::vector<Target> targets;
   std::vector<std::size_t> device_dims;  // relaxation dims fed by device entries
   std::vector<std::size_t> pooled_dims;  // relaxation dims fed by pool entries
+  // Per host of a gang's target (the per-host bound, `PreemptionContext::scan_batch`): the
+  // victims' (share of cheapest price per device entry, device entries on the host).
+  std::vector<std::vector<std::pair<double, double>>> host_items;
+  std::vector<std::pair<std::size_t, double>> victim_hosts;  // one victim: (host, entries)
+  std::vector<DomainId> victim_host_ids;                     // one victim: hosts it touches
+  std::vector<double> host_costs;
 
   /// Makes room for `batch` targets of `dims` dimensions (keeps capacity).
   void resize(std::size_t batch, std::size_t dims) {
