@@ -224,9 +224,6 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
     DomainOutcome best;
     double open_bound = std::numeric_limits<double>::infinity();  // least bound left unclosed
     const LevelIndex host_level = context.topology().host_level();
-    // Reads the next unread candidates: the one at the cursor, with the following ones on the
-    // same host when targets lie below the host level (one pass over the host's occupants,
-    // as the full scan does). The index rejects hopeless ones first, unread.
     // Admits unread targets that share one host (or a single target): the index rejects
     // hopeless ones unread; a priced one whose bound (at least `lower`, its group's) exceeds
     // the floor waits in the heap for its turn (most never come); the rest are read now, in one
