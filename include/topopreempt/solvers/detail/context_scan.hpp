@@ -192,7 +192,7 @@ bool PreemptionContext<Model>::per_host_bound_applies(const Tier& tier, DomainId
   const ResolvedDemand& demand = tier.demand;
   const LevelIndex host_level = topology_.host_level();
   if (demand.replicas < 2 || demand.whole_devices <= 0 || demand.unit_level < host_level ||
-      topology_.level(target) >= host_level)
+      topology_.level(target) >= host_level || topology_.domains_at(host_level, target).empty())
     return false;
   if (demand.distinct_hosts) return true;
   // Every host holds at most one replica: 2 d devices exceed each host's.
