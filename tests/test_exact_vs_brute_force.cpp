@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -975,20 +976,10 @@ TEST_SUITE("brute_force") {
         compare<solvers::branch_and_bound_solver>(branch_and_bound, *instance, model, truth);
         compare<solvers::knapsack_solver>(knapsack, *instance, model, truth);
       };
-      switch (seed % 4) {
-        case 0:
-          run(cost::lost_work{});
-          break;
-        case 1:
-          run(cost::reload_time{});
-          break;
-        case 2:
-          run(cost::priority_weighted{});
-          break;
-        default:
-          run(cost::weighted_sum<cost::lost_work, cost::reload_time>{{}, {}, 1.0, 3.0});
-          break;
-      }
+      // with_cost_model's priced models: lost_work, reload_time, priority_weighted and the
+      // weighted sum, in turn.
+      constexpr std::array<std::size_t, 4> priced{2, 3, 1, 5};
+      with_cost_model(priced[seed % priced.size()], state, run);
     }
     MESSAGE(instances << " whole-host gang instances (" << optimal << " needing preemption, "
                       << bound_applies << " targets under the per-host bounds)");

@@ -263,6 +263,9 @@ class PreemptionContext {
   /// counts, so a domain it rejects the scan rejects too.
   [[nodiscard]] std::optional<Shortfall> index_shortfall(const Tier& tier, DomainId target) const;
 
+  /// The least `per_victim` and the least `per_device_entry` the model declares over the
+  /// eligible bands of `where` (each infinite when no band holds a device there).
+  [[nodiscard]] PriceRate least_index_rates(DomainId where) const;
   /// `floor`, or `least per_victim + need x least per_device_entry` over the eligible bands of
   /// `where` when both are declared and `need` > 0, lowered by its rounding and put on `grid`.
   [[nodiscard]] double banded_price_bound(DomainId where, double need, double floor,

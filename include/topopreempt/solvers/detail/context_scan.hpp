@@ -455,13 +455,9 @@ double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId
       costs.push_back(0.0);
       continue;
     }
-    double per_entry = std::numeric_limits<double>::infinity();
-    state_.for_each_index_band(host, preemptor_.priority, [&](const IndexBand& band) {
-      const PriceRate rate = model_.index_price_rate(band);
-      per_victim = std::min(per_victim, rate.per_victim);
-      per_entry = std::min(per_entry, rate.per_device_entry);
-    });
-    if (std::isfinite(per_entry)) costs.push_back(need * per_entry);
+    const PriceRate least = least_index_rates(host);
+    per_victim = std::min(per_victim, least.per_victim);
+    if (std::isfinite(least.per_device_entry)) costs.push_back(need * least.per_device_entry);
   }
   if (costs.size() < replicas) return floor;  // the scan or the search finds no plan
   std::nth_element(costs.begin(), costs.begin() + static_cast<std::ptrdiff_t>(replicas - 1),
@@ -507,23 +503,31 @@ double PreemptionContext<Model>::group_price_bound(const Tier& tier, DomainId gr
 }
 
 template <CostModel Model>
+PriceRate PreemptionContext<Model>::least_index_rates(DomainId where) const {
+  PriceRate least{std::numeric_limits<double>::infinity(),
+                  std::numeric_limits<double>::infinity()};
+  if constexpr (IndexPricedModel<Model>) {
+    state_.for_each_index_band(where, preemptor_.priority, [&](const IndexBand& band) {
+      const PriceRate rate = model_.index_price_rate(band);
+      least.per_victim = std::min(least.per_victim, rate.per_victim);
+      least.per_device_entry = std::min(least.per_device_entry, rate.per_device_entry);
+    });
+  }
+  return least;
+}
+
+template <CostModel Model>
 double PreemptionContext<Model>::banded_price_bound(DomainId where, double need, double floor,
                                                     double grid) const {
   if constexpr (!IndexPricedModel<Model>) {
     return floor;
   } else {
     if (!(need > 0.0)) return floor;
-    double per_victim = std::numeric_limits<double>::infinity();
-    double per_entry = std::numeric_limits<double>::infinity();
-    state_.for_each_index_band(where, preemptor_.priority, [&](const IndexBand& band) {
-      const PriceRate rate = model_.index_price_rate(band);
-      per_victim = std::min(per_victim, rate.per_victim);
-      per_entry = std::min(per_entry, rate.per_device_entry);
-    });
+    const PriceRate least = least_index_rates(where);
     // No band holds a device: the index shortfall rejects the domain; keep the floor.
-    if (!std::isfinite(per_victim) || !std::isfinite(per_entry)) return floor;
+    if (!std::isfinite(least.per_victim) || !std::isfinite(least.per_device_entry)) return floor;
     // Each rate is itself a rounded quotient: a few roundings, counted by conservative.
-    const double bound = conservative(per_victim + need * per_entry, 16.0);
+    const double bound = conservative(least.per_victim + need * least.per_device_entry, 16.0);
     // A bound past the largest double would prune the domain unread as if it held no plan: read
     // it instead, and let its scan reject the model's prices (they sum past it too).
     if (!std::isfinite(bound)) return floor;

@@ -297,7 +297,6 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         return;
       }
       const auto members = members_of(group.target);
-      if (!for_listing) statistics.domains_considered += members.size();
       if (for_listing) {
         for (const DomainId target : members) {
           candidates.push_back(
@@ -305,7 +304,10 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
                target, false});
           std::push_heap(candidates.begin(), candidates.end(), later);
         }
-      } else if (level >= host_level) {
+        return;
+      }
+      statistics.domains_considered += members.size();
+      if (level >= host_level) {
         admit(members, group.bound);  // all on one host
       } else {
         for (std::size_t i = 0; i < members.size(); ++i) admit(members.subspan(i, 1), group.bound);
