@@ -586,8 +586,21 @@ template <CapacityView View>
     // `for_each_gang_candidate` lists exactly the domains of `level` inside `within` with at
     // least `idle_needed` idle devices (an ancestor holds at least its descendants' idle
     // devices, so its pruning drops no other), ascending id.
-    if (topology.level(within) < level && view.idle_device_index().covers(level)) {
-      return view.idle_device_index().first_accepted(topology, level, within, idle_needed, holds);
+    const auto& index = view.idle_device_index();
+    if (topology.level(within) < level && index.covers(level)) {
+      // Each replica's whole devices lie in one unit: a candidate whose units' idle devices
+      // cannot take every replica is rejected from the index's buckets (a few words), before
+      // `holds` reads its hosts. Only a necessary condition: the answer is the same.
+      const bool by_units = demand.whole_devices > 0 && demand.unit_level > level &&
+                            index.covers(demand.unit_level);
+      return index.first_accepted(topology, level, within, idle_needed, [&](DomainId domain) {
+        if (by_units && index.replicas_by_idle(topology, demand.unit_level, domain,
+                                               demand.whole_devices,
+                                               demand.replicas) < demand.replicas) {
+          return false;
+        }
+        return holds(domain);
+      });
     }
   }
   DomainId best;

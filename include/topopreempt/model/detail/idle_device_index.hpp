@@ -120,6 +120,60 @@ class IdleDeviceIndex {
     return {};
   }
 
+  /// The most idle devices of any domain of `level` inside `within` (which must lie above
+  /// `level`, which must be covered), or -1 when there is none. Cost: O(buckets + words of
+  /// the range per non-empty bucket tried), most idle first.
+  [[nodiscard]] std::int64_t most_idle(const Topology& topology, LevelIndex level,
+                                       DomainId within) const noexcept {
+    const Level& indexed = levels_[level_slot_[level]];
+    const auto all = topology.domains_at(level);
+    const auto inside = topology.domains_at(level, within);
+    if (inside.empty()) return -1;
+    const auto first = static_cast<std::size_t>(inside.data() - all.data());
+    const std::size_t last = first + inside.size();
+    for (std::uint32_t idle = indexed.max_idle + 1; idle-- > 0;) {
+      if (counts_[indexed.count_offset + idle] == 0) continue;
+      const std::uint64_t* bucket = &words_[indexed.word_offset + idle * indexed.words];
+      for (std::size_t w = first / word_bits; w * word_bits < last; ++w) {
+        std::uint64_t bits = bucket[w];
+        if (w == first / word_bits) bits &= ~std::uint64_t{0} << (first % word_bits);
+        if ((w + 1) * word_bits > last) bits &= (std::uint64_t{1} << (last % word_bits)) - 1U;
+        if (bits != 0) return idle;
+      }
+    }
+    return -1;  // unreachable: every domain of the level sits in one bucket
+  }
+
+  /// How many replicas of `per_unit` whole devices the domains of `level` inside `within`
+  /// could take at most by their idle devices alone (the sum of idle / per_unit over them),
+  /// counted until `enough`: a necessary condition for a gang whose replicas each lie in one
+  /// domain of `level`. `level` must be covered, `within` above it, `per_unit` > 0. Cost:
+  /// O(buckets at or above `per_unit` x words of the range).
+  [[nodiscard]] std::int64_t replicas_by_idle(const Topology& topology, LevelIndex level,
+                                              DomainId within, std::int64_t per_unit,
+                                              std::int64_t enough) const noexcept {
+    const Level& indexed = levels_[level_slot_[level]];
+    const auto all = topology.domains_at(level);
+    const auto inside = topology.domains_at(level, within);
+    const auto first = static_cast<std::size_t>(inside.data() - all.data());
+    const std::size_t last = first + inside.size();
+    std::int64_t replicas = 0;
+    for (std::uint32_t idle = indexed.max_idle + 1; idle-- > 0 && replicas < enough;) {
+      if (static_cast<std::int64_t>(idle) < per_unit) break;
+      if (counts_[indexed.count_offset + idle] == 0) continue;
+      const std::uint64_t* bucket = &words_[indexed.word_offset + idle * indexed.words];
+      std::int64_t domains = 0;
+      for (std::size_t w = first / word_bits; w * word_bits < last; ++w) {
+        std::uint64_t bits = bucket[w];
+        if (w == first / word_bits) bits &= ~std::uint64_t{0} << (first % word_bits);
+        if ((w + 1) * word_bits > last) bits &= (std::uint64_t{1} << (last % word_bits)) - 1U;
+        domains += std::popcount(bits);
+      }
+      replicas += domains * (static_cast<std::int64_t>(idle) / per_unit);
+    }
+    return replicas;
+  }
+
   /// Bytes held by the index.
   [[nodiscard]] std::size_t memory_bytes() const noexcept {
     return words_.capacity() * sizeof(std::uint64_t) + counts_.capacity() * sizeof(std::uint32_t) +
