@@ -66,6 +66,7 @@ struct lying {
 std::vector<IndexBand> recount_bands(const Allocation& state, DomainId d, std::int32_t priority) {
   const Topology& topology = state.topology();
   std::vector<IndexBand> bands;
+  std::vector<WorkloadId> owners;  // per band: the workload that sets its least lost work
   for (const WorkloadId id : state.workload_ids()) {
     const Workload& workload = state.workload(id);
     if (!workload.preemptible || workload.priority >= priority) continue;
@@ -82,7 +83,20 @@ std::vector<IndexBand> recount_bands(const Allocation& state, DomainId d, std::i
     });
     if (it == bands.end()) {
       bands.push_back(own);
+      owners.push_back(id);
       continue;
+    }
+    // The second least lost work over workloads other than the owner of the least (a tie goes
+    // to the smaller id), and the owner's entries.
+    WorkloadId& owner = owners[static_cast<std::size_t>(it - bands.begin())];
+    if (own.least_lost_work_per_entry < it->least_lost_work_per_entry ||
+        (own.least_lost_work_per_entry == it->least_lost_work_per_entry && id < owner)) {
+      it->second_least_lost_work_per_entry = it->least_lost_work_per_entry;
+      it->entries_of_least_lost_work = own.entries_of_least_lost_work;
+      owner = id;
+    } else {
+      it->second_least_lost_work_per_entry =
+          std::min(it->second_least_lost_work_per_entry, own.least_lost_work_per_entry);
     }
     it->least_lost_work_per_entry =
         std::min(it->least_lost_work_per_entry, own.least_lost_work_per_entry);
@@ -124,6 +138,8 @@ void check_index(const Allocation& state, const std::vector<std::int32_t>& prior
         CHECK(band.least_lost_work_per_entry == want.least_lost_work_per_entry);
         CHECK(band.least_model_gib_per_entry == want.least_model_gib_per_entry);
         CHECK(band.most_entries_per_victim == want.most_entries_per_victim);
+        CHECK(band.second_least_lost_work_per_entry == want.second_least_lost_work_per_entry);
+        CHECK(band.entries_of_least_lost_work == want.entries_of_least_lost_work);
       });
       CHECK(visited == bands.size());
       for (std::size_t dim = 0; dim < expected.amounts.size(); ++dim) {

@@ -158,6 +158,15 @@ class Allocation {
     (void)column(d);  // validates d
     preemption_index_.for_each_band(*topology_, d, priority, std::forward<Visitor>(visit));
   }
+  /// A hint that `for_each_index_band(d, ...)` comes soon (d at or above the host level), so
+  /// that a loop over many hosts overlaps their memory reads; it changes and answers nothing.
+  /// `d` must be valid.
+#if defined(__GNUC__) || defined(__clang__)
+  [[gnu::always_inline]]  // see PreemptionIndex::prefetch
+#endif
+  void prefetch_index_bands(DomainId d) const noexcept {
+    preemption_index_.prefetch(*topology_, d);
+  }
   /// The band `workload` alone would form (its own extremes; `most_entries_per_victim` 0 when
   /// it holds no device): what `check_price_sum` checks a declared `IndexPricedModel` against.
   [[nodiscard]] IndexBand index_band_of(const Workload& workload) const noexcept {

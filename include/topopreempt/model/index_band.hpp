@@ -5,6 +5,7 @@
 /// band of one domain, so that a price bound needs no occupant read.
 
 #include <cstdint>
+#include <limits>
 
 namespace topopreempt {
 
@@ -25,6 +26,16 @@ struct IndexBand {
   /// Most device entries one workload holds in all (replicas x entries per replica): no
   /// single eviction or shrink frees more.
   std::int64_t most_entries_per_victim = 0;
+  /// The least lost work per device entry over the band's workloads other than the one that
+  /// sets `least_lost_work_per_entry` (equal to it when two workloads tie; +infinity when the
+  /// band holds one workload). Every device entry but that workload's costs at least this
+  /// much lost work, so freeing many entries in one domain is bounded by more than `N x` the
+  /// least (see `PriceRate` and docs/costs.md).
+  double second_least_lost_work_per_entry = std::numeric_limits<double>::infinity();
+  /// Device entries in all (replicas x entries per replica) of the workload that sets
+  /// `least_lost_work_per_entry`: at most this many entries cost less than
+  /// `second_least_lost_work_per_entry`.
+  std::int64_t entries_of_least_lost_work = 0;
 };
 
 }  // namespace topopreempt

@@ -40,7 +40,13 @@ class PreemptionIndex {
   static constexpr std::size_t key_lost_work = 0;
   static constexpr std::size_t key_model_gib = 1;
   static constexpr std::size_t key_entries = 2;
-  static constexpr std::size_t key_count = 3;
+  /// The second least lost work, from a workload other than the one that sets the least (its
+  /// owner: the workload id, and its device entries in all). Folded by `fold_keys`, not as a
+  /// plain minimum.
+  static constexpr std::size_t key_second_lost_work = 3;
+  static constexpr std::size_t key_lost_work_owner = 4;
+  static constexpr std::size_t key_lost_work_owner_entries = 5;
+  static constexpr std::size_t key_count = 6;
   using BandKeys = std::array<Amount, key_count>;
 
   PreemptionIndex() = default;
@@ -81,8 +87,30 @@ class PreemptionIndex {
       band.least_lost_work_per_entry = std::bit_cast<double>(rows[row + keys + key_lost_work]);
       band.least_model_gib_per_entry = std::bit_cast<double>(rows[row + keys + key_model_gib]);
       band.most_entries_per_victim = -rows[row + keys + key_entries];
+      fill_second(band, rows.data() + row + keys);
       visit(band);
     }
+  }
+
+  /// A hint that d's bands (d at or above the host level; else nothing) will be read soon: a
+  /// loop over many hosts issues their cache misses ahead, not one at a time. Answers nothing.
+#if defined(__GNUC__) || defined(__clang__)
+  // Inlined always: GCC 12 takes a call whose only effect is a prefetch for a pure one, and
+  // drops it.
+  [[gnu::always_inline]]
+#endif
+  void prefetch(const Topology& topology, DomainId d) const noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    if (topology.level(d) > topology.host_level()) return;
+    const auto& rows = rows_[level_offset_[topology.level(d)] + topology.ordinal(d)];
+    if (!rows.empty()) {
+      __builtin_prefetch(rows.data());
+      __builtin_prefetch(rows.data() + 8);  // the next cache line: a row spans about two
+    }
+#else
+    (void)topology;
+    (void)d;
+#endif
   }
 
   /// The band `w` alone would form (`most_entries_per_victim` 0 when it holds no device).
@@ -94,12 +122,14 @@ class PreemptionIndex {
     band.least_lost_work_per_entry = std::bit_cast<double>(keys[key_lost_work]);
     band.least_model_gib_per_entry = std::bit_cast<double>(keys[key_model_gib]);
     band.most_entries_per_victim = -keys[key_entries];
+    fill_second(band, keys.data());
     return band;
   }
 
   /// The keys `w` folds into its band's extremes.
   [[nodiscard]] static BandKeys band_keys(const ResourceSchema& schema, const Workload& w) noexcept {
-    BandKeys keys{no_key, no_key, no_key};
+    BandKeys keys;
+    keys.fill(no_key);
     std::int64_t entries = w.demand.whole_devices;
     if (entries == 0) {
       for (Eigen::Index i = 0; i < w.demand.resources.size(); ++i) {
@@ -117,6 +147,8 @@ class PreemptionIndex {
     keys[key_model_gib] =
         key_of(std::max(w.cost.model_size_gib, 0.0) / static_cast<double>(entries));
     keys[key_entries] = -static_cast<Amount>(w.replicas) * entries;
+    keys[key_lost_work_owner] = std::bit_cast<Amount>(w.id.value);
+    keys[key_lost_work_owner_entries] = static_cast<Amount>(w.replicas) * entries;
     return keys;
   }
 
@@ -188,8 +220,11 @@ class PreemptionIndex {
         const std::size_t row = row_of(rows, priority);
         if (row < rows.size() && rows[row + holding_priority] == priority) {
           Amount* band = rows.data() + row + keys;
-          bool set_by_gone = false;
-          for (std::size_t k = 0; k < key_count; ++k)
+          // The workload that left set an extreme if it owned the least lost work or matched
+          // a plain extreme or the second least (ties: recomputing is always right).
+          bool set_by_gone = band[key_lost_work_owner] == gone[key_lost_work_owner] ||
+                             band[key_second_lost_work] == gone[key_lost_work];
+          for (const std::size_t k : {key_lost_work, key_model_gib, key_entries})
             set_by_gone = set_by_gone || band[k] == gone[k];
           if (set_by_gone) {
             std::fill(band, band + key_count, no_key);
@@ -240,8 +275,48 @@ class PreemptionIndex {
   [[nodiscard]] std::size_t key_offset() const noexcept { return holding_amounts + dims_; }
   [[nodiscard]] std::size_t stride() const noexcept { return key_offset() + key_count; }
 
+  /// Folds the keys `from` (one workload's, or a child domain's band) into `into`: plain minima,
+  /// and the least two lost works of distinct workloads. A workload folds in once per entry
+  /// and once per child domain it spans, so the owner's id tells a repeat from a tie.
   static void fold_keys(Amount* into, const Amount* from) noexcept {
-    for (std::size_t k = 0; k < key_count; ++k) into[k] = std::min(into[k], from[k]);
+    for (const std::size_t k : {key_model_gib, key_entries}) into[k] = std::min(into[k], from[k]);
+    if (from[key_lost_work] == no_key) return;  // holds no device
+    if (into[key_lost_work] == no_key) {
+      for (const std::size_t k : {key_lost_work, key_second_lost_work, key_lost_work_owner,
+                                  key_lost_work_owner_entries})
+        into[k] = from[k];
+      return;
+    }
+    if (into[key_lost_work_owner] == from[key_lost_work_owner]) {
+      // The same workload again: its entries counted once (the larger count, should a shrink
+      // have left an older one behind until the refresh).
+      into[key_lost_work] = std::min(into[key_lost_work], from[key_lost_work]);
+      into[key_second_lost_work] = std::min(into[key_second_lost_work], from[key_second_lost_work]);
+      into[key_lost_work_owner_entries] =
+          std::max(into[key_lost_work_owner_entries], from[key_lost_work_owner_entries]);
+    } else if (from[key_lost_work] < into[key_lost_work] ||
+               (from[key_lost_work] == into[key_lost_work] &&
+                std::bit_cast<std::uint64_t>(from[key_lost_work_owner]) <
+                    std::bit_cast<std::uint64_t>(into[key_lost_work_owner]))) {
+      // A cheaper workload (or a tie won by the smaller id, so that the index depends on the
+      // state alone) takes over; the old owner's least is a candidate second least.
+      into[key_second_lost_work] = std::min(into[key_lost_work], from[key_second_lost_work]);
+      into[key_lost_work] = from[key_lost_work];
+      into[key_lost_work_owner] = from[key_lost_work_owner];
+      into[key_lost_work_owner_entries] = from[key_lost_work_owner_entries];
+    } else {
+      // Another workload, no cheaper (after a tie the second least equals the least). From a
+      // child's band, its own second least is no smaller than its least.
+      into[key_second_lost_work] = std::min(into[key_second_lost_work], from[key_lost_work]);
+    }
+  }
+  /// The second-least fields of `band` from its keys.
+  static void fill_second(IndexBand& band, const Amount* keys) noexcept {
+    band.second_least_lost_work_per_entry =
+        keys[key_second_lost_work] == no_key
+            ? std::numeric_limits<double>::infinity()
+            : std::bit_cast<double>(keys[key_second_lost_work]);
+    band.entries_of_least_lost_work = keys[key_lost_work_owner_entries];
   }
   /// Index slot of d, or of its nearest ancestor at or above the host level (its host, where
   /// the branch has one) when d lies below it.
