@@ -69,7 +69,12 @@ struct PriceRate {
 /// at least, N entries at least), whatever the victims; solvers take domains in that bound's
 /// order and leave those whose bound cannot win unread (see docs/costs.md). `check_price_sum`
 /// checks the declaration against every eligible victim's prices and rejects a model that
-/// breaks it. Declared by `lost_work`, `reload_time`, `priority_weighted`, `kubernetes_order`
+/// breaks it. A victim "of `band`" is any workload of its priority whose own band
+/// (`Allocation::index_band_of`) has extremes no smaller (`least_*`) and no larger
+/// (`most_entries_per_victim`) than `band`'s: solvers also ask for the rate of a band whose
+/// least lost work is its `second_least_lost_work_per_entry`, a bound for every victim but the
+/// cheapest (built-in rates rise with the `least_*` fields and fall with the most entries).
+/// Declared by `lost_work`, `reload_time`, `priority_weighted`, `kubernetes_order`
 /// and `weighted_sum` (when a part declares it); a model that declares nothing keeps the
 /// declared price floor alone.
 template <class Model>

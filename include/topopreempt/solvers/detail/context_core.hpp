@@ -11,6 +11,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -24,6 +25,15 @@
 namespace topopreempt::detail {
 
 /// Everything a solver needs about one decision. Built once per `solve` call.
+/// What the preemption index allows for freeing device entries in one domain
+/// (`PreemptionContext::index_cover`): the least per-victim part over its bands, the least
+/// per-entry cost of the entries (infinite when its bands hold too few), and the terms summed.
+struct IndexCover {
+  double per_victim = std::numeric_limits<double>::infinity();
+  double cost = std::numeric_limits<double>::infinity();
+  std::size_t terms = 0;
+};
+
 template <CostModel Model>
 class PreemptionContext {
  public:
@@ -197,11 +207,13 @@ class PreemptionContext {
 
   /// The preemption index's lower bound on any plan in `target` (never read): at least
   /// `floor` (the declared price floor), and for an `IndexPricedModel` whose tier needs whole
-  /// devices, `least per_victim + deficit x least per_device_entry` over the eligible bands of
-  /// the target (each newly idle device needs one freed entry), lowered by its rounding and
-  /// rounded up to the model's grid `grid`. O(bands held in the target).
+  /// devices, `least per_victim + index_cover(deficit)` over the eligible bands of the target
+  /// (each newly idle device needs one freed entry), lowered by its rounding and rounded up to
+  /// the model's grid `grid`. O(bands held in the target). With `per_host`, also at least
+  /// `per_host_index_bound` where it applies (O(hosts x bands)); the driver defers that
+  /// part until the target comes up.
   [[nodiscard]] double index_price_bound(const Tier& tier, DomainId target, double floor,
-                                         double grid) const;
+                                         double grid, bool per_host = true) const;
 
   /// Whether the targets of `tier` are taken by group (`group_price_bound`): for an
   /// `IndexPricedModel` whose tier needs whole devices, with targets at or below the host level
@@ -248,8 +260,10 @@ class PreemptionContext {
                                       ScanWorkspace& workspace) const;
 
   /// The per-host bound from the index alone (no occupant read): `least per_victim` plus the
-  /// R least `deficit x least per_device_entry` over the target's hosts (`index_price_bound`
-  /// takes it when `per_host_bound_applies`). O(hosts x bands).
+  /// R least covers of a host's deficit by its bands' entries, cheapest first (per band, the
+  /// entries of its least-lost-work workload at the band's rate, the rest at the rate of its
+  /// second least lost work), over the target's hosts (`index_price_bound` takes it when
+  /// `per_host_bound_applies`). O(hosts x bands).
   [[nodiscard]] double per_host_index_bound(const Tier& tier, DomainId target, double floor,
                                             double grid) const;
 
@@ -263,11 +277,13 @@ class PreemptionContext {
   /// counts, so a domain it rejects the scan rejects too.
   [[nodiscard]] std::optional<Shortfall> index_shortfall(const Tier& tier, DomainId target) const;
 
-  /// The least `per_victim` and the least `per_device_entry` the model declares over the
-  /// eligible bands of `where` (each infinite when no band holds a device there).
-  [[nodiscard]] PriceRate least_index_rates(DomainId where) const;
-  /// `floor`, or `least per_victim + need x least per_device_entry` over the eligible bands of
-  /// `where` when both are declared and `need` > 0, lowered by its rounding and put on `grid`.
+  /// The least price the index allows for freeing `need` device entries in `where`: the
+  /// least `per_victim` over its eligible bands, and the cheapest-first cover of `need`
+  /// entries (per band, the entries of its least-lost-work workload at the band's rate, any
+  /// more at the rate of its second least lost work; infinite when the bands hold too few).
+  [[nodiscard]] IndexCover index_cover(DomainId where, double need) const;
+  /// `floor`, or `least per_victim + index_cover(where, need)` when declared and `need` > 0,
+  /// lowered by its rounding and put on `grid`.
   [[nodiscard]] double banded_price_bound(DomainId where, double need, double floor,
                                           double grid) const;
 

@@ -145,6 +145,9 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       DomainId target;
       bool read = true;
       std::size_t members = 0;
+      /// Unread, its per-host index bound not yet taken (`per_host_index_bound`, O(hosts)):
+      /// taken when it comes up, and most never do.
+      bool refine = false;
     };
     std::vector<Candidate> candidates;  // a heap of read domains and of unread priced ones
     std::size_t groups = 0;             // group candidates in the heap
@@ -238,10 +241,11 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
                        context.index_shortfall_cached(tier_index, tier, target, cache)) {
           ++statistics.domains_pruned;
           log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
-        } else if (const double bound =
-                       std::max(lower, context.index_price_bound(tier, target, floor, grid));
-                   bound > floor) {
-          candidates.push_back({bound, target, false});
+        } else if (const double bound = std::max(
+                       lower, context.index_price_bound(tier, target, floor, grid, false));
+                   bound > floor || context.per_host_bound_applies(tier, target)) {
+          candidates.push_back(
+              {bound, target, false, 0, context.per_host_bound_applies(tier, target)});
           std::push_heap(candidates.begin(), candidates.end(), later);
         } else {
           batch.push_back(target);
@@ -378,6 +382,21 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         open_group(item, false);
         continue;
       }
+      if (item.refine) {
+        // Its per-host index bound, deferred until now: back in by it if it is larger, else
+        // on as if it had been taken at once (the same order either way).
+        const double refined =
+            std::max(item.bound, context.per_host_index_bound(tier, item.target, floor, grid));
+        if (refined > item.bound || refined > floor) {
+          candidates.push_back({refined, item.target, false});
+          std::push_heap(candidates.begin(), candidates.end(), later);
+        } else {
+          batch.assign(1, item.target);  // at the floor: read now, as `admit` would have
+          context.scan_batch_cached(tier_index, tier, std::span<const DomainId>(batch),
+                                    workspace, cache, emit);
+        }
+        continue;
+      }
       if (!item.read) {
         // Its index bound can still win: read it, with the next unread ones of its host at the
         // top of the heap (one pass over the host's occupants), and let them back in by their
@@ -386,7 +405,8 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         if (tier.target_level > host_level) {
           const DomainId host = context.topology().ancestor_at(item.target, host_level);
           while (!candidates.empty() && !candidates.front().read &&
-                 candidates.front().members == 0 && candidates.front().bound < best_cost &&
+                 candidates.front().members == 0 && !candidates.front().refine &&
+                 candidates.front().bound < best_cost &&
                  context.topology().ancestor_at(candidates.front().target, host_level) == host) {
             std::pop_heap(candidates.begin(), candidates.end(), later);
             batch.push_back(candidates.back().target);
