@@ -106,9 +106,7 @@ class IdleDeviceIndex {
       if (counts_[indexed.count_offset + idle] == 0) continue;
       const std::uint64_t* bucket = &words_[indexed.word_offset + idle * indexed.words];
       for (std::size_t w = first / word_bits; w * word_bits < last; ++w) {
-        std::uint64_t bits = bucket[w];
-        if (w == first / word_bits) bits &= ~std::uint64_t{0} << (first % word_bits);
-        if ((w + 1) * word_bits > last) bits &= (std::uint64_t{1} << (last % word_bits)) - 1U;
+        std::uint64_t bits = word_in_range(bucket, w, first, last);
         while (bits != 0) {
           const std::size_t ordinal =
               w * word_bits + static_cast<std::size_t>(std::countr_zero(bits));
@@ -135,9 +133,7 @@ class IdleDeviceIndex {
       if (counts_[indexed.count_offset + idle] == 0) continue;
       const std::uint64_t* bucket = &words_[indexed.word_offset + idle * indexed.words];
       for (std::size_t w = first / word_bits; w * word_bits < last; ++w) {
-        std::uint64_t bits = bucket[w];
-        if (w == first / word_bits) bits &= ~std::uint64_t{0} << (first % word_bits);
-        if ((w + 1) * word_bits > last) bits &= (std::uint64_t{1} << (last % word_bits)) - 1U;
+        std::uint64_t bits = word_in_range(bucket, w, first, last);
         if (bits != 0) return idle;
       }
     }
@@ -164,9 +160,7 @@ class IdleDeviceIndex {
       const std::uint64_t* bucket = &words_[indexed.word_offset + idle * indexed.words];
       std::int64_t domains = 0;
       for (std::size_t w = first / word_bits; w * word_bits < last; ++w) {
-        std::uint64_t bits = bucket[w];
-        if (w == first / word_bits) bits &= ~std::uint64_t{0} << (first % word_bits);
-        if ((w + 1) * word_bits > last) bits &= (std::uint64_t{1} << (last % word_bits)) - 1U;
+        std::uint64_t bits = word_in_range(bucket, w, first, last);
         domains += std::popcount(bits);
       }
       replicas += domains * (static_cast<std::int64_t>(idle) / per_unit);
@@ -182,6 +176,15 @@ class IdleDeviceIndex {
 
  private:
   static constexpr std::size_t word_bits = 64;
+
+  /// Word w of a bucket, its bits outside the ordinals [first, last) cleared.
+  [[nodiscard]] static std::uint64_t word_in_range(const std::uint64_t* bucket, std::size_t w,
+                                                   std::size_t first, std::size_t last) noexcept {
+    std::uint64_t bits = bucket[w];
+    if (w == first / word_bits) bits &= ~std::uint64_t{0} << (first % word_bits);
+    if ((w + 1) * word_bits > last) bits &= (std::uint64_t{1} << (last % word_bits)) - 1U;
+    return bits;
+  }
   static constexpr std::uint32_t no_slot = std::numeric_limits<std::uint32_t>::max();
 
   /// Where one indexed level's buckets and counts start in the flat arrays.

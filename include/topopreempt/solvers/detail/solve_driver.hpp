@@ -229,8 +229,9 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
     const LevelIndex host_level = context.topology().host_level();
     // Admits unread targets that share one host (or a single target): the index rejects
     // hopeless ones unread; a priced one whose bound (at least `lower`, its group's) exceeds
-    // the floor waits in the heap for its turn (most never come); the rest are read now, in one
-    // pass over the host's occupants, as the full scan does.
+    // the floor, or whose per-host bound is still to be taken, waits in the heap for its turn
+    // (most never come); the rest are read now, in one pass over the host's occupants, as the
+    // full scan does.
     const auto admit = [&](std::span<const DomainId> targets, double lower) {
       batch.clear();
       for (const DomainId target : targets) {
@@ -241,14 +242,16 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
                        context.index_shortfall_cached(tier_index, tier, target, cache)) {
           ++statistics.domains_pruned;
           log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
-        } else if (const double bound = std::max(
-                       lower, context.index_price_bound(tier, target, floor, grid, false));
-                   bound > floor || context.per_host_bound_applies(tier, target)) {
-          candidates.push_back(
-              {bound, target, false, 0, context.per_host_bound_applies(tier, target)});
-          std::push_heap(candidates.begin(), candidates.end(), later);
         } else {
-          batch.push_back(target);
+          const double bound =
+              std::max(lower, context.index_price_bound(tier, target, floor, grid, false));
+          const bool refine = context.per_host_bound_applies(tier, target);
+          if (bound > floor || refine) {
+            candidates.push_back({bound, target, false, 0, refine});
+            std::push_heap(candidates.begin(), candidates.end(), later);
+          } else {
+            batch.push_back(target);
+          }
         }
       }
       if (!batch.empty()) {
