@@ -103,10 +103,12 @@ class PreemptionIndex {
 #if defined(__GNUC__) || defined(__clang__)
     if (topology.level(d) > topology.host_level()) return;
     const auto& rows = rows_[level_offset_[topology.level(d)] + topology.ordinal(d)];
-    if (!rows.empty()) {
-      __builtin_prefetch(rows.data());
-      __builtin_prefetch(rows.data() + 8);  // the next cache line: a row spans about two
-    }
+    // Every line of the domain's bands: a band row spans about two, and a preemptor reads
+    // every band below its priority (capped: a domain with many bands is rare).
+    constexpr std::size_t per_line = 64 / sizeof(Amount);
+    const std::size_t lines = std::min<std::size_t>((rows.size() + per_line - 1) / per_line, 8);
+    for (std::size_t line = 0; line < lines; ++line)
+      __builtin_prefetch(rows.data() + line * per_line);
 #else
     (void)topology;
     (void)d;

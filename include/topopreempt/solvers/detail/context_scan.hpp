@@ -453,12 +453,12 @@ double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId
   std::size_t most_terms = 0;  // additions in one host's cover, for the rounding count
   const auto hosts = topology_.domains_at(host_level, target);
   // The hosts' bands are far apart in memory, and reading them is most of this bound's time
-  // on a cold cache: fetch a few hosts ahead (measured: 4 is as good as 12).
-  constexpr std::size_t ahead = 4;
-  for (std::size_t i = 0; i < std::min(ahead, hosts.size()); ++i)
+  // on a cold cache: fetched a few hosts ahead.
+  for (std::size_t i = 0; i < std::min(prefetch_distance, hosts.size()); ++i)
     state_.prefetch_index_bands(hosts[i]);
   for (std::size_t i = 0; i < hosts.size(); ++i) {
-    if (i + ahead < hosts.size()) state_.prefetch_index_bands(hosts[i + ahead]);
+    if (i + prefetch_distance < hosts.size())
+      state_.prefetch_index_bands(hosts[i + prefetch_distance]);
     const DomainId host = hosts[i];
     const double need = devices - free_in(state_, host, whole_device_dim);
     if (need <= 0.0) {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,6 +97,22 @@ class RejectionLog {
   std::vector<Rejection> search_;
   std::uint64_t total_ = 0;
 };
+
+/// The first position at or after `from` whose element is not less than `value`, in an
+/// ascending span whose elements before `from` are all less than it: O(log distance), by
+/// doubling steps from `from` (a run of consecutive lookups walks the span once).
+template <class T>
+[[nodiscard]] std::size_t gallop_lower_bound(std::span<const T> sorted, std::size_t from,
+                                             const T& value) {
+  std::size_t step = 1;
+  while (from + step <= sorted.size() && sorted[from + step - 1] < value) {
+    from += step;
+    step *= 2;
+  }
+  const auto tail = sorted.subspan(from, std::min(step, sorted.size() - from));
+  return from + static_cast<std::size_t>(std::lower_bound(tail.begin(), tail.end(), value) -
+                                         tail.begin());
+}
 
 /// The driver every solver shares: checks "fits already", then per tier screens every target
 /// domain from aggregates (capacity, and the preemption index: can evicting every eligible
@@ -290,20 +307,35 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       grouped_targets -= group.members;
       const Topology& topology = context.topology();
       const LevelIndex level = topology.level(group.target);
+      const auto members = members_of(group.target);
       if (level < host_level && level + 1 < tier.target_level) {
-        for (const DomainId child : topology.domains_at(level + 1, group.target)) {
-          const std::size_t members = members_of(child).size();
-          if (members == 0) continue;
+        const auto children = topology.domains_at(level + 1, group.target);
+        // The children's bands lie far apart in memory, and on a large cluster reading them
+        // is most of a group's opening (the root opens into every rack): fetched ahead.
+        for (std::size_t i = 0; i < std::min(prefetch_distance, children.size()); ++i)
+          state.prefetch_index_bands(children[i]);
+        // Children come in pre-order, so each one's members are the run of the group's that
+        // starts where the previous child's ended: found by galloping from there, not by two
+        // searches over every target of the tier.
+        std::size_t first = 0;
+        for (std::size_t i = 0; i < children.size(); ++i) {
+          if (i + prefetch_distance < children.size())
+            state.prefetch_index_bands(children[i + prefetch_distance]);
+          const DomainId child = children[i];
+          const std::size_t last =
+              gallop_lower_bound(members, first, topology.subtree_end(child));
+          const std::size_t count = last - first;
+          first = last;
+          if (count == 0) continue;
           candidates.push_back(
               {std::max(group.bound, context.group_price_bound(tier, child, floor, grid)), child,
-               false, members});
+               false, count});
           std::push_heap(candidates.begin(), candidates.end(), later);
           ++groups;
-          grouped_targets += members;
+          grouped_targets += count;
         }
         return;
       }
-      const auto members = members_of(group.target);
       if (for_listing) {
         for (const DomainId target : members) {
           candidates.push_back(
@@ -317,7 +349,15 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       if (level >= host_level) {
         admit(members, group.bound);  // all on one host
       } else {
-        for (std::size_t i = 0; i < members.size(); ++i) admit(members.subspan(i, 1), group.bound);
+        // Targets at the host level lie far apart in memory: their bands fetched ahead.
+        const bool hosts = tier.target_level == host_level;
+        for (std::size_t i = 0; hosts && i < std::min(prefetch_distance, members.size()); ++i)
+          state.prefetch_index_bands(members[i]);
+        for (std::size_t i = 0; i < members.size(); ++i) {
+          if (hosts && i + prefetch_distance < members.size())
+            state.prefetch_index_bands(members[i + prefetch_distance]);
+          admit(members.subspan(i, 1), group.bound);
+        }
       }
     };
     while (!candidates.empty() || cursor < unread.size()) {
