@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -420,6 +421,27 @@ TEST_SUITE("preemption_index") {
       CHECK(eager.rejected_total + 1 == eager.statistics.domains_considered);
     } else if (lazy.status == PlanStatus::infeasible) {
       CHECK(lazy.rejected_total == lazy.statistics.domains_considered);
+    }
+  }
+
+  TEST_CASE("galloping from a running position finds what std::lower_bound finds") {
+    // As a group's children take their runs of the group's targets: ascending probes, each
+    // galloping from where the previous one ended.
+    std::mt19937_64 generator(7);
+    for (int round = 0; round < 500; ++round) {
+      std::vector<int> sorted(generator() % 40);
+      for (int& x : sorted) x = static_cast<int>(generator() % 50);
+      std::sort(sorted.begin(), sorted.end());
+      std::vector<int> probes(generator() % 8);
+      for (int& x : probes) x = static_cast<int>(generator() % 55);
+      std::sort(probes.begin(), probes.end());
+      std::size_t from = 0;
+      for (const int value : probes) {
+        const auto expected = static_cast<std::size_t>(
+            std::lower_bound(sorted.begin(), sorted.end(), value) - sorted.begin());
+        from = detail::gallop_lower_bound(std::span<const int>(sorted), from, value);
+        CHECK(from == expected);
+      }
     }
   }
 
