@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +28,22 @@ namespace topopreempt::detail {
 /// How many domains ahead a loop over domains far apart in memory (hosts, racks) prefetches
 /// their index bands (`Allocation::prefetch_index_bands`). Measured: 4 is as good as 12.
 inline constexpr std::size_t prefetch_distance = 4;
+
+/// Calls `visit(i)` for each position i of `domains` in order, the index bands of the domain
+/// `prefetch_distance` further on fetched first, so that a loop over domains far apart in
+/// memory issues their cache misses ahead, not one at a time. Domains below the host level
+/// have no bands of their own: nothing is fetched for them.
+template <class Visit>
+void for_each_prefetching_bands(const Allocation& state, std::span<const DomainId> domains,
+                                Visit&& visit) {
+  for (std::size_t i = 0; i < std::min(prefetch_distance, domains.size()); ++i)
+    state.prefetch_index_bands(domains[i]);
+  for (std::size_t i = 0; i < domains.size(); ++i) {
+    if (i + prefetch_distance < domains.size())
+      state.prefetch_index_bands(domains[i + prefetch_distance]);
+    visit(i);
+  }
+}
 
 /// What the preemption index allows for freeing device entries in one domain
 /// (`PreemptionContext::index_cover`): the least per-victim part over its bands, the least

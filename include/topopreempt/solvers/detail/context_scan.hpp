@@ -454,22 +454,18 @@ double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId
   const auto hosts = topology_.domains_at(host_level, target);
   // The hosts' bands are far apart in memory, and reading them is most of this bound's time
   // on a cold cache: fetched a few hosts ahead.
-  for (std::size_t i = 0; i < std::min(prefetch_distance, hosts.size()); ++i)
-    state_.prefetch_index_bands(hosts[i]);
-  for (std::size_t i = 0; i < hosts.size(); ++i) {
-    if (i + prefetch_distance < hosts.size())
-      state_.prefetch_index_bands(hosts[i + prefetch_distance]);
+  for_each_prefetching_bands(state_, hosts, [&](std::size_t i) {
     const DomainId host = hosts[i];
     const double need = devices - free_in(state_, host, whole_device_dim);
     if (need <= 0.0) {
       costs.push_back(0.0);
-      continue;
+      return;
     }
     const IndexCover cover = index_cover(host, need);
     per_victim = std::min(per_victim, cover.per_victim);
     most_terms = std::max(most_terms, cover.terms);
     if (std::isfinite(cover.cost)) costs.push_back(cover.cost);
-  }
+  });
   if (costs.size() < replicas) return floor;  // the scan or the search finds no plan
   std::nth_element(costs.begin(), costs.begin() + static_cast<std::ptrdiff_t>(replicas - 1),
                    costs.end());

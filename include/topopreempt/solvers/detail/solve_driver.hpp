@@ -310,30 +310,25 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       const auto members = members_of(group.target);
       if (level < host_level && level + 1 < tier.target_level) {
         const auto children = topology.domains_at(level + 1, group.target);
-        // The children's bands lie far apart in memory, and on a large cluster reading them
-        // is most of a group's opening (the root opens into every rack): fetched ahead.
-        for (std::size_t i = 0; i < std::min(prefetch_distance, children.size()); ++i)
-          state.prefetch_index_bands(children[i]);
         // Children come in pre-order, so each one's members are the run of the group's that
         // starts where the previous child's ended: found by galloping from there, not by two
-        // searches over every target of the tier.
+        // searches over every target of the tier. Their bands lie far apart in memory, and on
+        // a large cluster reading them is most of a group's opening: fetched ahead.
         std::size_t first = 0;
-        for (std::size_t i = 0; i < children.size(); ++i) {
-          if (i + prefetch_distance < children.size())
-            state.prefetch_index_bands(children[i + prefetch_distance]);
+        for_each_prefetching_bands(state, children, [&](std::size_t i) {
           const DomainId child = children[i];
           const std::size_t last =
               gallop_lower_bound(members, first, topology.subtree_end(child));
           const std::size_t count = last - first;
           first = last;
-          if (count == 0) continue;
+          if (count == 0) return;
           candidates.push_back(
               {std::max(group.bound, context.group_price_bound(tier, child, floor, grid)), child,
                false, count});
           std::push_heap(candidates.begin(), candidates.end(), later);
           ++groups;
           grouped_targets += count;
-        }
+        });
         return;
       }
       if (for_listing) {
@@ -349,15 +344,9 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       if (level >= host_level) {
         admit(members, group.bound);  // all on one host
       } else {
-        // Targets at the host level lie far apart in memory: their bands fetched ahead.
-        const bool hosts = tier.target_level == host_level;
-        for (std::size_t i = 0; hosts && i < std::min(prefetch_distance, members.size()); ++i)
-          state.prefetch_index_bands(members[i]);
-        for (std::size_t i = 0; i < members.size(); ++i) {
-          if (hosts && i + prefetch_distance < members.size())
-            state.prefetch_index_bands(members[i + prefetch_distance]);
-          admit(members.subspan(i, 1), group.bound);
-        }
+        // Targets far apart in memory: those at the host level have their bands fetched ahead.
+        for_each_prefetching_bands(
+            state, members, [&](std::size_t i) { admit(members.subspan(i, 1), group.bound); });
       }
     };
     while (!candidates.empty() || cursor < unread.size()) {
