@@ -19,7 +19,7 @@ section() { printf '\n===== [slurm %4ds] %s =====\n' "$SECONDS" "$*"; }
 
 section "build the plugin (apt, apt-get source, configure, compile) and install it"
 # Installed where an administrator would point PluginDir; the clusters below load it from there.
-timeout 480 bash integrations/slurm/build-plugin.sh --install "$BUILD/install" --test-packages "$BUILD"
+timeout 900 bash integrations/slurm/build-plugin.sh --install "$BUILD/install" --test-packages "$BUILD"
 for unit in munge slurmctld slurmd slurmdbd mariadb; do
   if systemctl is-enabled --quiet "$unit.service" 2>/dev/null; then
     echo "ERROR: $unit.service is enabled on the build host" >&2
@@ -29,16 +29,16 @@ done
 
 section "loopback cluster: stock partition_prio vs topopreempt"
 # The script traps SIGTERM and stops everything it started; timeout sends SIGTERM first.
-timeout --kill-after=30 420 "${SUDO[@]}" python3 integrations/slurm/tests/run_scenarios.py \
+timeout --kill-after=30 600 "${SUDO[@]}" python3 integrations/slurm/tests/run_scenarios.py \
   --plugin-dir "$BUILD/install" --results "$BUILD/results.md" --json "$BUILD/results.json"
 
 section "randomised differential: stock partition_prio vs topopreempt on 384 random cases"
-timeout --kill-after=30 900 "${SUDO[@]}" python3 integrations/slurm/tests/run_differential.py \
+timeout --kill-after=30 1200 "${SUDO[@]}" python3 integrations/slurm/tests/run_differential.py \
   --plugin-dir "$BUILD/install" --cases 384 --min-cases 200 --results "$BUILD/differential.md" \
   --json "$BUILD/differential.json"
 
 section "QOS preemption: preempt/qos vs topopreempt (relation = qos) with slurmdbd and MariaDB"
-timeout --kill-after=30 300 "${SUDO[@]}" python3 integrations/slurm/tests/run_qos.py \
+timeout --kill-after=30 450 "${SUDO[@]}" python3 integrations/slurm/tests/run_qos.py \
   --plugin-dir "$BUILD/install"
 
 section "no Slurm, munge, slurmdbd or MariaDB process of ours left"
