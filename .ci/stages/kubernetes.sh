@@ -46,7 +46,7 @@ if [[ "$PHASE" != run ]]; then
     -DTOPOPREEMPT_BUILD_C_API=ON -DTOPOPREEMPT_BUILD_TESTS=OFF -DTOPOPREEMPT_BUILD_EXAMPLES=OFF \
     -DTOPOPREEMPT_BUILD_BENCHMARKS=OFF -DTOPOPREEMPT_BUILD_TOOLS=OFF -DTOPOPREEMPT_BUILD_EXPERIMENTS=OFF \
     ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} >/dev/null
-  timeout 1200 cmake --build "$CAPI" --target topopreempt_c -j2
+  timeout 1800 cmake --build "$CAPI" --target topopreempt_c -j2
   export CGO_ENABLED=1
   export CGO_CFLAGS="-I$ROOT/integrations/c_api/include"
   export CGO_LDFLAGS="-L$CAPI/integrations/c_api"
@@ -54,7 +54,7 @@ if [[ "$PHASE" != run ]]; then
   section "build the control plane, KWOK and kube-scheduler from the module (-p=$JOBS)"
   mkdir -p "$BIN"
   cd "$MODULE"
-  timeout 3000 go build -p="$JOBS" -trimpath -buildvcs=false -o "$BIN/" \
+  timeout 3600 go build -p="$JOBS" -trimpath -buildvcs=false -o "$BIN/" \
     ./cmd/kube-scheduler \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
