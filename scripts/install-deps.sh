@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Installs the Debian/Ubuntu packages topopreempt needs to build, test and benchmark.
 # Does nothing when everything is already installed; uses sudo only when not root.
+# Usage: bash scripts/install-deps.sh [EXTRA-PACKAGE...]   (CI adds its own tools: ccache, clang)
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,7 @@ packages=(
   libbenchmark-dev coinor-libcbc-dev   # benchmarks (CBC: optional MIP baseline)
   nlohmann-json3-dev                   # tools/ and io/ headers
   python3                              # tests: extracts the docs' C++ blocks (tests/doc_snippets)
+  "$@"                                 # the caller's extra packages
 )
 
 is_installed() {
