@@ -16,7 +16,13 @@ BUILD="$ROOT/build/fuzz"
 ARTIFACTS="$BUILD/artifacts"
 
 SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/topopreempt-fuzz.XXXXXX")"
-cleanup() { rm -rf "$SCRATCH"; }
+BACKGROUND_LOG_DIR="$SCRATCH"
+# shellcheck source=.ci/lib/background.sh
+source .ci/lib/background.sh
+cleanup() {
+  stop_background
+  rm -rf "$SCRATCH"
+}
 trap cleanup EXIT
 
 # Debian 12 packages: clang 14 with its runtime (libFuzzer and the sanitizers live in
@@ -44,35 +50,25 @@ cmake --build "$BUILD" -j2
 cp -r tests/fuzz/corpus "$SCRATCH/corpus"
 cp -r tests/fuzz/sequence_corpus "$SCRATCH/sequence_corpus"
 mkdir -p "$ARTIFACTS"
-# fuzz NAME SECONDS CORPUS [libFuzzer options...]: runs build/fuzz/topopreempt_fuzz_NAME in the
-# background, its output in $SCRATCH/NAME.log. A fuzzer runs on one core: the two run side by
-# side, each for its own time, on the machine's two cores.
+# fuzz NAME SECONDS CORPUS [libFuzzer options...]: starts build/fuzz/topopreempt_fuzz_NAME in the
+# background. A fuzzer runs on one core: the two run side by side, each for its own time.
 fuzz() {
   local name=$1 seconds=$2 corpus=$3
   shift 3
   echo "fuzzing $name for ${seconds}s"
-  "$BUILD/topopreempt_fuzz_$name" "$corpus" -max_total_time="$seconds" -rss_limit_mb=4096 \
-    -artifact_prefix="$ARTIFACTS/$name-" -print_final_stats=1 "$@" >"$SCRATCH/$name.log" 2>&1 &
-}
-# finish NAME PID: waits for the fuzzer, prints its output, fails on a finding.
-finish() {
-  local name=$1 pid=$2 status=0
-  wait "$pid" || status=$?
-  echo "--- $name fuzzer (exit $status)"
-  cat "$SCRATCH/$name.log"
-  if ((status != 0)); then
-    echo "ERROR: the $name fuzzer found a problem (exit $status); inputs in $ARTIFACTS:" >&2
-    ls -l "$ARTIFACTS" >&2 || true
-    return 1
-  fi
+  start_in_background "$name" "$BUILD/topopreempt_fuzz_$name" "$corpus" \
+    -max_total_time="$seconds" -rss_limit_mb=4096 -artifact_prefix="$ARTIFACTS/$name-" \
+    -print_final_stats=1 "$@"
 }
 fuzz snapshot "$SECONDS_TO_FUZZ" "$SCRATCH/corpus" -dict=tests/fuzz/snapshot.dict -timeout=10 \
   -max_len=65536
-snapshot_pid=$!
 fuzz sequence "$SEQUENCE_SECONDS" "$SCRATCH/sequence_corpus" -timeout=30 -max_len=2048
-sequence_pid=$!
 failed=0
-finish snapshot "$snapshot_pid" || failed=1
-finish sequence "$sequence_pid" || failed=1
-((failed == 0)) || exit 1
+report_background snapshot || failed=1
+report_background sequence || failed=1
+if ((failed != 0)); then
+  echo "ERROR: a fuzzer found a problem; inputs in $ARTIFACTS:" >&2
+  ls -l "$ARTIFACTS" >&2 || true
+  exit 1
+fi
 echo "fuzz: no findings in ${SECONDS_TO_FUZZ}s (snapshots) + ${SEQUENCE_SECONDS}s (sequences)"

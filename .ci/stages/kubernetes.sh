@@ -12,7 +12,7 @@
 # Usage: bash .ci/stages/kubernetes.sh [--build-only | --run-only]
 #   (from anywhere; output in build/kubernetes). --build-only builds the library and the
 #   binaries and runs the unit tests; --run-only runs the scenarios on what --build-only built.
-#   CI builds in the background while single-core stages leave a core idle, then runs.
+#   CI runs --build-only in the background from stage 4 and --run-only at stage 12.
 # Env: TOPOPREEMPT_K8S_SCALE_NODES (default 1000; 0 skips the KWOK scale scenario),
 #      TOPOPREEMPT_K8S_SCALE_MODES (default dra; extres,dra also runs the scale state with
 #      extended resources, where neither scheduler can see the NUMA requirement: about 6 more
