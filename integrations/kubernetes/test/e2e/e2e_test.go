@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,6 +50,7 @@ var (
 	keepDir    = flag.Bool("keep", false, "keep the cluster directory (logs, configs) after the run")
 	scaleNodes = flag.Int("scale-nodes", 1000, "nodes of the KWOK scale scenario (10 pods each); 0 skips it")
 	scaleModes = flag.String("scale-modes", "extres", "GPU modes of the scale scenario: extres, dra or both (comma-separated)")
+	scaleVars  = flag.String("scale-variants", "", "comma-separated variant names that run the scale scenario (default: every variant)")
 	scalePre   = flag.Int("scale-preemptors", 1, "preemptors the scale scenario submits one after another per variant (each once the previous ran or gave up); >1 adds per-call PostFilter times to the results")
 	baseline   = flag.String("baseline", "", "a variant name: assert that every other variant does at least as well as it (see compareWithBaseline)")
 	only       = flag.String("scenarios", "", "comma-separated scenario names (NAME or NAME/MODE) to run (default: all)")
@@ -86,16 +88,11 @@ func TestScenarios(t *testing.T) {
 		defer os.RemoveAll(dir)
 	}
 	ctx := context.Background()
-	started := time.Now()
-	c, err := cluster.Start(ctx, dir, cluster.BinariesIn(*binDir))
+	c, err := startControlPlane(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	logf("control plane ready in %.1fs at %s (dir %s)", time.Since(started).Seconds(), c.URL, dir)
-	if err := ensureClusterObjects(ctx, c.Client); err != nil {
-		t.Fatal(err)
-	}
 	wanted := map[string]bool{}
 	for _, name := range strings.Split(*only, ",") {
 		if name != "" {
@@ -109,6 +106,17 @@ func TestScenarios(t *testing.T) {
 			modes = append(modes, GPUMode(m))
 		}
 	}
+	scaleVariants := map[string]bool{}
+	for _, name := range strings.Split(*scaleVars, ",") {
+		if name != "" {
+			scaleVariants[name] = true
+		}
+	}
+	for name := range scaleVariants {
+		if !slices.ContainsFunc(variants, func(v Variant) bool { return v.Name == name }) {
+			t.Fatalf("-scale-variants names %q, which no -variant defines", name)
+		}
+	}
 	for _, s := range Scenarios(*scaleNodes, modes, *scalePre) {
 		id := s.Name + "/" + string(s.Mode)
 		if len(wanted) > 0 && !wanted[s.Name] && !wanted[id] {
@@ -116,7 +124,10 @@ func TestScenarios(t *testing.T) {
 		}
 		t.Run(id, func(t *testing.T) {
 			for _, v := range variants {
-				res, err := Run(ctx, c, s, v)
+				if s.Name == scaleScenario && len(scaleVariants) > 0 && !scaleVariants[v.Name] {
+					continue
+				}
+				res, err := runOn(ctx, c, dir, s, v)
 				if err != nil {
 					t.Fatalf("%s with %s: %v", s.Name, v.Name, err)
 				}
@@ -136,6 +147,45 @@ func TestScenarios(t *testing.T) {
 	if *baseline != "" {
 		compareWithBaseline(t, *baseline, results)
 	}
+}
+
+// startControlPlane starts etcd, kube-apiserver, kube-controller-manager and KWOK in dir and
+// creates the priority classes and the DeviceClass every scenario uses.
+func startControlPlane(ctx context.Context, dir string) (*cluster.Cluster, error) {
+	started := time.Now()
+	c, err := cluster.Start(ctx, dir, cluster.BinariesIn(*binDir))
+	if err != nil {
+		return nil, err
+	}
+	logf("control plane ready in %.1fs at %s (dir %s)", time.Since(started).Seconds(), c.URL, dir)
+	if err := ensureClusterObjects(ctx, c.Client); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// runOn runs s with v on the shared control plane shared, or, where s.OwnControlPlane, on one
+// started in a subdirectory of dir for this run and stopped (its data removed) after it.
+func runOn(ctx context.Context, shared *cluster.Cluster, dir string, s *Scenario, v Variant) (*Result, error) {
+	if !s.OwnControlPlane {
+		return Run(ctx, shared, s, v)
+	}
+	own := filepath.Join(dir, fmt.Sprintf("%s-%s-%s", s.Name, s.Mode, v.Name))
+	if err := os.Mkdir(own, 0o755); err != nil {
+		return nil, err
+	}
+	c, err := startControlPlane(ctx, own)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		c.Stop()
+		if !*keepDir {
+			_ = os.RemoveAll(own) // etcd's data for 10,000 pods: hundreds of MB
+		}
+	}()
+	return Run(ctx, c, s, v)
 }
 
 // compareWithBaseline asserts issue 21's "done when" claims of every variant against the

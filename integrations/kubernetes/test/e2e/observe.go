@@ -87,7 +87,8 @@ func logf(format string, args ...any) {
 }
 
 // Run sets up s in a fresh namespace, starts v's scheduler, submits the preemptor and
-// observes what happens; the scheduler is stopped and the state cleared before returning.
+// observes what happens; the scheduler is stopped and the state cleared before returning
+// (not cleared where s.OwnControlPlane: c is then the variant's own, stopped by the caller).
 func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Result, error) {
 	client := c.Client
 	ns := fmt.Sprintf("%s-%s-%s", s.Name, s.Mode, v.Name)
@@ -98,6 +99,9 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	}
 	defer func() {
 		c.StopScheduler()
+		if s.OwnControlPlane {
+			return // the caller stops this control plane; nothing else will run on it
+		}
 		if err := clearState(context.Background(), client, ns); err != nil {
 			logf("%s: clearing state: %v", ns, err)
 		}

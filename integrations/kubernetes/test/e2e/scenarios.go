@@ -48,6 +48,11 @@ type Scenario struct {
 	// Preemptors > 1 submits that many copies of Preemptor one after another on the same
 	// scheduler, each once the previous one ran or gave up (runSequence); 0 or 1: one.
 	Preemptors int
+	// OwnControlPlane runs each variant on a control plane started for it and stopped after
+	// it, instead of clearing the shared one: on a loaded 2-core machine deleting 10,000 pods
+	// and their claims took longer than the variant's run and timed out (CI, 27 November),
+	// while a fresh etcd and kube-apiserver start in about 4 s.
+	OwnControlPlane bool
 }
 
 // defaultCost prices a victim by priority (priority + 1), the way the Slurm integration's
@@ -88,6 +93,9 @@ func span(from, to int) []int {
 	}
 	return out
 }
+
+// scaleScenario names the KWOK scale scenario (-scale-nodes, -scale-modes, -scale-variants).
+const scaleScenario = "kwok-scale"
 
 // Scenarios returns every scenario, each in both GPU modes; scaleNodes sizes the KWOK scale
 // scenario (10 pods a node), run in the modes scaleModes with scalePreemptors preemptors one
@@ -239,10 +247,11 @@ func scale(n, preemptors int) *Scenario {
 		}
 	}
 	s := &Scenario{
-		Name: "kwok-scale", Title: fmt.Sprintf("%d KWOK nodes, %d pods: 4 GPUs on one NUMA node", n, len(fill)),
+		Name: scaleScenario, Title: fmt.Sprintf("%d KWOK nodes, %d pods: 4 GPUs on one NUMA node", n, len(fill)),
 		Nodes: nodes, Fill: fill,
 		Preemptor:   PreemptorSpec{Name: "numa4", Priority: "preemptor", Pods: 1, GPUsPerPod: 4, SameNUMA: true},
 		Schedulable: true, Watch: 60 * time.Second, FillRunningWait: 15 * time.Minute,
+		OwnControlPlane: true,
 	}
 	if preemptors > 1 {
 		s.Preemptors = preemptors
