@@ -5,8 +5,9 @@
 # kube-scheduler (our app.NewSchedulerCommand main with the TopoPreempt plugin, linked to the C
 # ABI through cgo) from the Go module integrations/kubernetes, starts them with
 # the DRA, Workload API, PodGroup preemption and topology-aware workload scheduling gates, and
-# runs every scenario with stock kube-scheduler and with TopoPreempt on identical states, and
-# fails if TopoPreempt does worse than stock where the requirement is visible (docs/kubernetes.md).
+# runs every scenario with stock kube-scheduler and with TopoPreempt on identical states (the
+# 1,000-node state: TopoPreempt only, DRA only, by default), and fails if TopoPreempt does worse
+# than stock, or wastes an eviction, where the requirement is visible (docs/kubernetes.md).
 # Needs Go >= 1.26 and the Go module proxy; uses the standard GOCACHE/GOMODCACHE, so a warm
 # build cache makes the build step take seconds. Leaves no process running.
 # Usage: bash .ci/stages/kubernetes.sh [--build-only | --run-only]
@@ -19,7 +20,8 @@
 #      minutes that gate nothing the small extres scenarios do not),
 #      TOPOPREEMPT_K8S_SCALE_VARIANTS (default topopreempt; stock,topopreempt also runs stock
 #      kube-scheduler on the scale state, where with DRA its preemptor does not run: about 5
-#      more minutes, up to 10 on a loaded machine, that gate nothing),
+#      more minutes, up to 10 on a loaded machine; TopoPreempt's wasted evictions are checked
+#      without it),
 #      TOPOPREEMPT_K8S_GO_PARALLEL (go build -p, default 2),
 #      TOPOPREEMPT_K8S_CAPI_CMAKE_ARGS (more arguments for configuring the C ABI library, split
 #      on spaces; CI passes those that give it the release preset's compile commands, so that
