@@ -80,13 +80,8 @@ func TestScenarios(t *testing.T) {
 	if *binDir == "" || len(variants) == 0 {
 		t.Skip("needs -bin and at least one -variant (see the package comment)")
 	}
-	scaleVariants := map[string]bool{}
-	for _, name := range strings.Split(*scaleVars, ",") {
-		if name != "" {
-			scaleVariants[name] = true
-		}
-	}
-	for name := range scaleVariants {
+	scaleVariants := commaList(*scaleVars)
+	for _, name := range scaleVariants {
 		if !slices.ContainsFunc(variants, func(v Variant) bool { return v.Name == name }) {
 			t.Fatalf("-scale-variants names %q, which no -variant defines", name)
 		}
@@ -104,27 +99,20 @@ func TestScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	wanted := map[string]bool{}
-	for _, name := range strings.Split(*only, ",") {
-		if name != "" {
-			wanted[name] = true
-		}
-	}
+	wanted := commaList(*only)
 	var results []*Result
 	var modes []GPUMode
-	for _, m := range strings.Split(*scaleModes, ",") {
-		if m != "" {
-			modes = append(modes, GPUMode(m))
-		}
+	for _, m := range commaList(*scaleModes) {
+		modes = append(modes, GPUMode(m))
 	}
-	for _, s := range Scenarios(*scaleNodes, modes, *scalePre) {
+	for _, s := range Scenarios(*scaleNodes, modes, *scalePre, scaleVariants) {
 		id := s.Name + "/" + string(s.Mode)
-		if len(wanted) > 0 && !wanted[s.Name] && !wanted[id] {
+		if len(wanted) > 0 && !slices.Contains(wanted, s.Name) && !slices.Contains(wanted, id) {
 			continue
 		}
 		t.Run(id, func(t *testing.T) {
 			for _, v := range variants {
-				if s.Name == scaleScenario && len(scaleVariants) > 0 && !scaleVariants[v.Name] {
+				if len(s.Variants) > 0 && !slices.Contains(s.Variants, v.Name) {
 					continue
 				}
 				res, err := runOn(ctx, c, dir, s, v)
@@ -147,6 +135,17 @@ func TestScenarios(t *testing.T) {
 	if *baseline != "" {
 		compareWithBaseline(t, *baseline, results)
 	}
+}
+
+// commaList splits a comma-separated flag value, dropping empty names.
+func commaList(value string) []string {
+	var out []string
+	for _, name := range strings.Split(value, ",") {
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // startControlPlane starts etcd, kube-apiserver, kube-controller-manager and KWOK in dir and

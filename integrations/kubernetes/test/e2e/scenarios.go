@@ -53,6 +53,8 @@ type Scenario struct {
 	// and their claims took longer than the variant's run and timed out (CI, 27 November),
 	// while a fresh etcd and kube-apiserver start in about 4 s.
 	OwnControlPlane bool
+	// Variants names the variants that run this scenario; empty: every variant.
+	Variants []string
 }
 
 // defaultCost prices a victim by priority (priority + 1), the way the Slurm integration's
@@ -94,13 +96,10 @@ func span(from, to int) []int {
 	return out
 }
 
-// scaleScenario names the KWOK scale scenario (-scale-nodes, -scale-modes, -scale-variants).
-const scaleScenario = "kwok-scale"
-
 // Scenarios returns every scenario, each in both GPU modes; scaleNodes sizes the KWOK scale
 // scenario (10 pods a node), run in the modes scaleModes with scalePreemptors preemptors one
-// after another (1: the single preemptor).
-func Scenarios(scaleNodes int, scaleModes []GPUMode, scalePreemptors int) []*Scenario {
+// after another (1: the single preemptor) by the variants scaleVariants (empty: every one).
+func Scenarios(scaleNodes int, scaleModes []GPUMode, scalePreemptors int, scaleVariants []string) []*Scenario {
 	var out []*Scenario
 	for _, build := range []func() *Scenario{numaFragmented, cheapestNotLowest, gangOneRack, unsatisfiable} {
 		for _, mode := range []GPUMode{DRA, ExtendedResource} {
@@ -113,6 +112,7 @@ func Scenarios(scaleNodes int, scaleModes []GPUMode, scalePreemptors int) []*Sce
 		for _, mode := range scaleModes {
 			s := scale(scaleNodes, scalePreemptors)
 			s.Mode = mode
+			s.Variants = scaleVariants
 			out = append(out, s)
 		}
 	}
@@ -247,7 +247,7 @@ func scale(n, preemptors int) *Scenario {
 		}
 	}
 	s := &Scenario{
-		Name: scaleScenario, Title: fmt.Sprintf("%d KWOK nodes, %d pods: 4 GPUs on one NUMA node", n, len(fill)),
+		Name: "kwok-scale", Title: fmt.Sprintf("%d KWOK nodes, %d pods: 4 GPUs on one NUMA node", n, len(fill)),
 		Nodes: nodes, Fill: fill,
 		Preemptor:   PreemptorSpec{Name: "numa4", Priority: "preemptor", Pods: 1, GPUsPerPod: 4, SameNUMA: true},
 		Schedulable: true, Watch: 60 * time.Second, FillRunningWait: 15 * time.Minute,
