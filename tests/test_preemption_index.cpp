@@ -105,6 +105,10 @@ std::vector<IndexBand> recount_bands(const Allocation& state, DomainId d, std::i
         std::min(it->least_model_gib_per_entry, own.least_model_gib_per_entry);
     it->most_entries_per_victim =
         std::max(it->most_entries_per_victim, own.most_entries_per_victim);
+    it->least_lost_work_per_replica =
+        std::min(it->least_lost_work_per_replica, own.least_lost_work_per_replica);
+    it->least_model_gib_per_replica =
+        std::min(it->least_model_gib_per_replica, own.least_model_gib_per_replica);
   }
   std::sort(bands.begin(), bands.end(),
             [](const IndexBand& a, const IndexBand& b) { return a.priority < b.priority; });
@@ -118,6 +122,18 @@ struct undercut {
   [[nodiscard]] double evict(const Workload&) const noexcept { return 1.0; }
   [[nodiscard]] double shrink(const Workload&, std::int32_t) const noexcept { return 1.0; }
   [[nodiscard]] PriceRate index_price_rate(const IndexBand&) const noexcept { return {0.0, 1.0}; }
+};
+
+/// A model whose prices (1 + the replicas dropped) undercut the least action price it declares
+/// (3) for an action that drops one replica.
+struct undercut_action {
+  static constexpr std::string_view name = "undercut_action";
+  [[nodiscard]] double evict(const Workload& w) const noexcept { return 1.0 + w.replicas; }
+  [[nodiscard]] double shrink(const Workload&, std::int32_t dropped) const noexcept {
+    return 1.0 + dropped;
+  }
+  [[nodiscard]] PriceRate index_price_rate(const IndexBand&) const noexcept { return {1.0, 0.0}; }
+  [[nodiscard]] double index_action_price(const IndexBand&) const noexcept { return 3.0; }
 };
 
 /// Exact at and above the host level; below it, the host's answer.
@@ -141,6 +157,14 @@ void check_index(const Allocation& state, const std::vector<std::int32_t>& prior
         CHECK(band.most_entries_per_victim == want.most_entries_per_victim);
         CHECK(band.second_least_lost_work_per_entry == want.second_least_lost_work_per_entry);
         CHECK(band.entries_of_least_lost_work == want.entries_of_least_lost_work);
+        // Kept above the host level only; a host gives its per-entry leasts (no larger).
+        if (topology.level(indexed) < topology.host_level()) {
+          CHECK(band.least_lost_work_per_replica == want.least_lost_work_per_replica);
+          CHECK(band.least_model_gib_per_replica == want.least_model_gib_per_replica);
+        } else {
+          CHECK(band.least_lost_work_per_replica == want.least_lost_work_per_entry);
+          CHECK(band.least_model_gib_per_replica == want.least_model_gib_per_entry);
+        }
       });
       CHECK(visited == bands.size());
       for (std::size_t dim = 0; dim < expected.amounts.size(); ++dim) {
@@ -379,6 +403,63 @@ TEST_SUITE("preemption_index") {
     CHECK(instances == 720);
     // The bound is not the floor in disguise: it lifts many domains above it.
     CHECK(above_floor > instances);
+  }
+
+  TEST_CASE("a group's bound charges one replica of its cheapest victim, not one entry") {
+    // One rack of two full hosts, each held by one 8-GPU job: the cheaper checkpointed 100 s
+    // ago. A 1-GPU preemptor needs one entry: at the cover's rate that is 100 GPU-seconds, but
+    // no action frees less than a replica, which loses 800.
+    ClusterSpec spec;
+    spec.nodes = 2;
+    spec.nodes_per_rack = 2;
+    spec.target_occupancy = 0.0;
+    spec.cpu_only_per_node = 0.0;
+    const GeneratedCluster cluster = generate_cluster(spec);
+    Allocation state(cluster.topology);
+    for (const auto& [id, seconds] : {std::pair{1, 100.0}, std::pair{2, 1000.0}}) {
+      Workload job = test::gpu_job(static_cast<std::uint64_t>(id), 0, 8, 1,
+                                   TopologyRequirement::guaranteed("node"));
+      job.cost.seconds_since_checkpoint = seconds;
+      job.cost.model_size_gib = 10.0;
+      (void)test::start(state, job);
+    }
+    REQUIRE(state.idle_devices(Topology::root()) == 0);
+    const Workload preemptor = make_preemptor({PreemptorKind::numa, 1});
+    const cost::lost_work model{};
+    const detail::PreemptionContext<cost::lost_work> context(state, preemptor, model);
+    const detail::Tier& tier = context.tiers().front();
+    REQUIRE(context.grouped(tier));
+    const DomainId rack = state.topology().parent(state.topology().domains_at(
+        state.topology().host_level(), Topology::root())[0]);
+    REQUIRE(state.topology().level(rack) < state.topology().host_level());
+    for (const DomainId group : {Topology::root(), rack}) {
+      const double bound = context.group_price_bound(tier, group, least_price_of(model), 0.0);
+      INFO("group ", group.value);
+      CHECK(bound > 1.0 + 799.0);  // the cover alone: 1 + 100
+      CHECK(bound <= 1.0 + 800.0);
+    }
+    // The optimum is that replica: the bound is tight.
+    const PreemptionPlan plan = solvers::branch_and_bound.solve(state, preemptor, model);
+    REQUIRE(plan.status == PlanStatus::optimal);
+    CHECK(plan.cost == 801.0);
+  }
+
+  TEST_CASE("a model whose prices undercut its declared index_action_price is rejected") {
+    static_assert(IndexActionPricedModel<undercut_action>);
+    static_assert(IndexActionPricedModel<cost::lost_work> &&
+                  IndexActionPricedModel<cost::reload_time> &&
+                  IndexActionPricedModel<cost::kubernetes_order> &&
+                  !IndexActionPricedModel<cost::priority_weighted>);
+    static_assert(
+        IndexActionPricedModel<cost::weighted_sum<cost::lost_work, cost::priority_weighted>>);
+    ClusterSpec spec;
+    spec.nodes = 2;
+    spec.elastic_fraction = 1.0;
+    const GeneratedCluster cluster = generate_cluster(spec);
+    const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
+    // An elastic victim shrunk by one replica costs 2, below the declared 3.
+    CHECK_THROWS_WITH_AS(check_price_sum(cluster.state, preemptor, undercut_action{}),
+                         doctest::Contains("index_action_price"), std::invalid_argument);
   }
 
   TEST_CASE("a model whose prices undercut its declared index_price_rate is rejected") {

@@ -36,6 +36,15 @@ struct IndexBand {
   /// `least_lost_work_per_entry`: at most this many entries cost less than
   /// `second_least_lost_work_per_entry`.
   std::int64_t entries_of_least_lost_work = 0;
+  /// Least lost work of one replica, `max(seconds_since_checkpoint, 0) x
+  /// device_units_per_replica`, over the band's workloads: no action frees less than a replica,
+  /// so none loses less (see `cost::index_action_price_of`). The index keeps it above the host
+  /// level; at a host and below it gives `least_lost_work_per_entry` (no larger: a replica
+  /// holds at least one entry).
+  double least_lost_work_per_replica = 0.0;
+  /// Least model size of one replica, `max(model_size_gib, 0)`, over the band's workloads; at
+  /// a host and below, `least_model_gib_per_entry` (as above).
+  double least_model_gib_per_replica = 0.0;
 };
 
 }  // namespace topopreempt

@@ -92,6 +92,37 @@ template <CostModel Model>
   }
 }
 
+/// Optional, with `IndexPricedModel`: `index_action_price(band)` is a price no single action (an
+/// eviction, or a shrink by any number of replicas) on a victim of `band` undercuts (>= 0). It
+/// may read the band's per-replica leasts (`IndexBand::least_lost_work_per_replica`,
+/// `least_model_gib_per_replica`): every action drops at least one replica. Solvers bound a
+/// domain's cost by it too, since a plan that frees anything there takes at least one action
+/// on a victim of one of its bands (see docs/costs.md). `check_price_sum` checks it like the
+/// rate. Declared by `lost_work`, `reload_time`, `kubernetes_order` and `weighted_sum`.
+template <class Model>
+concept IndexActionPricedModel =
+    IndexPricedModel<Model> && requires(const Model& model, const IndexBand& band) {
+  { model.index_action_price(band) } -> std::convertible_to<double>;
+};
+
+/// The least price of one action on a victim of `band` that `model` declares: its
+/// `index_action_price` (exact: `check_price_sum` holds every price to it, with no allowance
+/// for rounding, so a domain whose bound it is and equals the best plan's cost is pruned), else
+/// its rate for one device entry (an action frees at least one), lowered by the allowance
+/// within which the rate is checked, or 0 when it declares no rate.
+template <CostModel Model>
+[[nodiscard]] double index_action_price_of(const Model& model, const IndexBand& band) {
+  if constexpr (IndexActionPricedModel<Model>) {
+    return static_cast<double>(model.index_action_price(band));
+  } else if constexpr (IndexPricedModel<Model>) {
+    const PriceRate rate = model.index_price_rate(band);
+    const double one_entry = rate.per_victim + rate.per_device_entry;
+    return one_entry > 0.0 ? one_entry - one_entry * 0x1p-46 : 0.0;
+  } else {
+    return 0.0;
+  }
+}
+
 /// The declared price floor of `model`, or 0 when it declares none.
 template <CostModel Model>
 [[nodiscard]] double least_price_of(const Model& model) {
@@ -280,11 +311,11 @@ class kubernetes_order {
   /// (weights grow with rank; an unregistered priority is rejected when priced anyway).
   [[nodiscard]] PriceRate index_price_rate(const IndexBand& band) const noexcept {
     if (band.most_entries_per_victim <= 0) return {};
-    const auto it = std::upper_bound(priorities_.begin(), priorities_.end(), band.priority);
-    const double weight = it == priorities_.begin()
-                              ? 1.0
-                              : weights_[static_cast<std::size_t>(it - priorities_.begin()) - 1];
-    return {0.0, weight / static_cast<double>(band.most_entries_per_victim)};
+    return {0.0, band_weight(band) / static_cast<double>(band.most_entries_per_victim)};
+  }
+  /// Every action (a shrink prices as an eviction) costs its rank's weight: the band's.
+  [[nodiscard]] double index_action_price(const IndexBand& band) const noexcept {
+    return band_weight(band);
   }
   /// Integer-valued: costs are exact.
   [[nodiscard]] double cost_grid() const noexcept { return 1.0; }
@@ -307,6 +338,14 @@ class kubernetes_order {
   }
 
  private:
+  /// The weight of the highest registered priority at or below the band's (1 below all).
+  [[nodiscard]] double band_weight(const IndexBand& band) const noexcept {
+    const auto it = std::upper_bound(priorities_.begin(), priorities_.end(), band.priority);
+    return it == priorities_.begin()
+               ? 1.0
+               : weights_[static_cast<std::size_t>(it - priorities_.begin()) - 1];
+  }
+
   std::vector<std::int32_t> priorities_;  // distinct, ascending
   std::vector<double> weights_;           // per rank
   double base_;
@@ -339,6 +378,11 @@ struct lost_work {
     if (!(floor >= 0.0)) return {};
     return {floor, band.least_lost_work_per_entry};
   }
+  /// `floor` plus the band's least lost work of one replica: an action drops one at least.
+  [[nodiscard]] double index_action_price(const IndexBand& band) const noexcept {
+    if (!(floor >= 0.0)) return 0.0;
+    return floor + band.least_lost_work_per_replica;
+  }
 };
 
 /// Model reload cost (Compass): seconds to load the victim's model back into GPU memory,
@@ -363,6 +407,11 @@ struct reload_time {
   [[nodiscard]] PriceRate index_price_rate(const IndexBand& band) const noexcept {
     if (!(floor >= 0.0) || !(bandwidth_gib_per_s > 0.0)) return {};
     return {floor, band.least_model_gib_per_entry / bandwidth_gib_per_s};
+  }
+  /// `floor` plus the reload of the band's least model of one replica (one dropped at least).
+  [[nodiscard]] double index_action_price(const IndexBand& band) const noexcept {
+    if (!(floor >= 0.0) || !(bandwidth_gib_per_s > 0.0)) return 0.0;
+    return floor + band.least_model_gib_per_replica / bandwidth_gib_per_s;
   }
 };
 
@@ -396,6 +445,14 @@ struct weighted_sum {
     const PriceRate b = index_price_rate_of(second, band);
     return {first_weight * a.per_victim + second_weight * b.per_victim,
             first_weight * a.per_device_entry + second_weight * b.per_device_entry};
+  }
+  /// The weighted sum of the parts' least action prices (`index_action_price_of`: a part
+  /// without one gives its rate for one entry, or 0). Nothing with a negative weight.
+  [[nodiscard]] double index_action_price(const IndexBand& band) const requires
+      IndexPricedModel<First> || IndexPricedModel<Second> {
+    if (!(first_weight >= 0.0) || !(second_weight >= 0.0)) return 0.0;
+    return first_weight * index_action_price_of(first, band) +
+           second_weight * index_action_price_of(second, band);
   }
 };
 
@@ -515,6 +572,13 @@ void check_index_price_rate(const Model& model, const Workload& victim, const In
           "} for " + victim.label() + "; both parts must be finite and >= 0");
     }
     if (band.most_entries_per_victim <= 0) return;
+    // Declared: checked exactly. Derived from the rate, it is checked with the rate.
+    const double action = IndexActionPricedModel<Model> ? index_action_price_of(model, band) : 0.0;
+    if (!std::isfinite(action) || action < 0.0) {
+      throw std::invalid_argument("cost model '" + std::string(Model::name) +
+                                  "' declares index_action_price " + std::to_string(action) +
+                                  " for " + victim.label() + "; it must be finite and >= 0");
+    }
     const std::int64_t per_replica = band.most_entries_per_victim / std::max(victim.replicas, 1);
     for (std::int32_t dropped = 0; dropped <= victim.shrinkable_replicas(); ++dropped) {
       const double price = dropped == 0 ? static_cast<double>(model.evict(victim))
@@ -528,6 +592,13 @@ void check_index_price_rate(const Model& model, const Workload& victim, const In
             "cost model '" + std::string(Model::name) + "' prices " + victim.label() + " at " +
             std::to_string(price) + ", below its declared index_price_rate (" +
             std::to_string(declared) + " for " + std::to_string(entries) + " device entries)");
+      }
+      // Exact, unlike the rate: solvers prune a domain whose bound this is at the best cost.
+      if (price < action) {
+        throw std::invalid_argument("cost model '" + std::string(Model::name) + "' prices " +
+                                    victim.label() + " at " + std::to_string(price) +
+                                    ", below its declared index_action_price (" +
+                                    std::to_string(action) + ")");
       }
     }
   }

@@ -46,7 +46,13 @@ class PreemptionIndex {
   static constexpr std::size_t key_second_lost_work = 3;
   static constexpr std::size_t key_lost_work_owner = 4;
   static constexpr std::size_t key_lost_work_owner_entries = 5;
-  static constexpr std::size_t key_count = 6;
+  /// The least lost work and model size of one replica: plain minima, kept in the rows above
+  /// the host level only (a few hundred domains). Host rows, most of the index, end before
+  /// them: a host's bound gains little from them, and its rows are what the memory is.
+  static constexpr std::size_t key_lost_work_per_replica = 6;
+  static constexpr std::size_t key_model_gib_per_replica = 7;
+  static constexpr std::size_t key_count = 8;
+  static constexpr std::size_t host_key_count = 6;
   using BandKeys = std::array<Amount, key_count>;
 
   PreemptionIndex() = default;
@@ -57,6 +63,7 @@ class PreemptionIndex {
     for (LevelIndex level = 0; level <= topology.host_level(); ++level) {
       level_offset_[level + 1U] = level_offset_[level] + topology.domains_at(level).size();
     }
+    first_host_slot_ = level_offset_[topology.host_level()];
     rows_.resize(level_offset_.back());
   }
 
@@ -76,18 +83,17 @@ class PreemptionIndex {
   template <class Visitor>
   void for_each_band(const Topology& topology, DomainId d, std::int32_t priority,
                      Visitor&& visit) const {
-    const auto& rows = rows_[slot(topology, d)];
-    const std::size_t stride = this->stride();
+    const std::size_t at = slot(topology, d);
+    const auto& rows = rows_[at];
+    const std::size_t stride = stride_at(at);
+    const bool per_replica = keeps_replica_keys(at);
     const std::size_t keys = key_offset();
     for (std::size_t row = 0; row < rows.size(); row += stride) {
       if (rows[row + holding_priority] >= priority) break;
       if (rows[row + keys + key_entries] == no_key) continue;  // no device holder in the band
       IndexBand band;
       band.priority = static_cast<std::int32_t>(rows[row + holding_priority]);
-      band.least_lost_work_per_entry = std::bit_cast<double>(rows[row + keys + key_lost_work]);
-      band.least_model_gib_per_entry = std::bit_cast<double>(rows[row + keys + key_model_gib]);
-      band.most_entries_per_victim = -rows[row + keys + key_entries];
-      fill_second(band, rows.data() + row + keys);
+      fill_extremes(band, rows.data() + row + keys, per_replica);
       visit(band);
     }
   }
@@ -121,10 +127,7 @@ class PreemptionIndex {
     IndexBand band;
     band.priority = w.priority;
     if (keys[key_entries] == no_key) return band;
-    band.least_lost_work_per_entry = std::bit_cast<double>(keys[key_lost_work]);
-    band.least_model_gib_per_entry = std::bit_cast<double>(keys[key_model_gib]);
-    band.most_entries_per_victim = -keys[key_entries];
-    fill_second(band, keys.data());
+    fill_extremes(band, keys.data(), true);
     return band;
   }
 
@@ -143,11 +146,15 @@ class PreemptionIndex {
     const auto key_of = [](double value) {
       return std::bit_cast<Amount>(std::isfinite(value) && value > 0.0 ? value : 0.0);
     };
-    const double lost = std::max(w.cost.seconds_since_checkpoint, 0.0) *
-                        (device_units_per_replica(w) / static_cast<double>(entries));
+    const double seconds = std::max(w.cost.seconds_since_checkpoint, 0.0);
+    const double lost = seconds * (device_units_per_replica(w) / static_cast<double>(entries));
     keys[key_lost_work] = key_of(lost);
     keys[key_model_gib] =
         key_of(std::max(w.cost.model_size_gib, 0.0) / static_cast<double>(entries));
+    // Multiplied as `cost::lost_work` prices one dropped replica, so that the key is never
+    // above that price (a different rounding could be).
+    keys[key_lost_work_per_replica] = key_of(device_units_per_replica(w) * seconds);
+    keys[key_model_gib_per_replica] = key_of(std::max(w.cost.model_size_gib, 0.0));
     keys[key_entries] = -static_cast<Amount>(w.replicas) * entries;
     keys[key_lost_work_owner] = std::bit_cast<Amount>(w.id.value);
     keys[key_lost_work_owner_entries] = static_cast<Amount>(w.replicas) * entries;
@@ -158,12 +165,13 @@ class PreemptionIndex {
   /// entries on `domains` may add (strong guarantee: `add` then never allocates). A shrink
   /// re-adds only rows it just emptied, which keep their capacity.
   void reserve(const Topology& topology, std::span<const DomainId> domains, std::int32_t priority) {
-    const std::size_t stride = this->stride();
     for (DomainId domain : domains) {
       for (DomainId at = domain; at.valid(); at = topology.parent(at)) {
         if (topology.level(at) > topology.host_level()) continue;
-        auto& rows = rows_[slot(topology, at)];
-        const std::size_t row = row_of(rows, priority);
+        const std::size_t index_slot = slot(topology, at);
+        auto& rows = rows_[index_slot];
+        const std::size_t stride = stride_at(index_slot);
+        const std::size_t row = row_of(rows, priority, stride);
         if (row == rows.size() || rows[row + holding_priority] != priority) {
           rows.reserve(rows.size() + stride);
         }
@@ -177,18 +185,21 @@ class PreemptionIndex {
   template <class Column>
   void add(const Topology& topology, DomainId at, std::int32_t priority, bool device,
            const Column& amount, int sign, const BandKeys& keys) noexcept {
-    auto& rows = rows_[slot(topology, at)];
-    const std::size_t stride = this->stride();
+    const std::size_t index_slot = slot(topology, at);
+    auto& rows = rows_[index_slot];
+    const std::size_t stride = stride_at(index_slot);
     const std::size_t key_offset = this->key_offset();
-    std::size_t row = row_of(rows, priority);
+    const bool per_replica = keeps_replica_keys(index_slot);
+    std::size_t row = row_of(rows, priority, stride);
     if (row == rows.size() || rows[row + holding_priority] != priority) {
       // Never reallocates: reserve made room (or the row was emptied just before).
       rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(row), stride, Amount{0});
       rows[row + holding_priority] = priority;
-      std::fill_n(rows.begin() + static_cast<std::ptrdiff_t>(row + key_offset), key_count, no_key);
+      std::fill_n(rows.begin() + static_cast<std::ptrdiff_t>(row + key_offset),
+                  stride - key_offset, no_key);
     }
     // An arrival can only lower the extremes; a departure's are recomputed by refresh.
-    if (sign > 0) fold_keys(rows.data() + row + key_offset, keys.data());
+    if (sign > 0) fold_keys(rows.data() + row + key_offset, keys.data(), per_replica);
     rows[row + holding_devices] += device ? sign : 0;
     bool empty = rows[row + holding_devices] == 0;
     for (std::size_t i = 0; i < key_offset - holding_amounts; ++i) {
@@ -218,8 +229,10 @@ class PreemptionIndex {
     const ResourceSchema& schema = topology.schema();
     for (const DomainId host : hosts) {
       for (DomainId at = host; at.valid(); at = topology.parent(at)) {
-        auto& rows = rows_[slot(topology, at)];
-        const std::size_t row = row_of(rows, priority);
+        const std::size_t index_slot = slot(topology, at);
+        auto& rows = rows_[index_slot];
+        const bool per_replica = keeps_replica_keys(index_slot);
+        const std::size_t row = row_of(rows, priority, stride_at(index_slot));
         if (row < rows.size() && rows[row + holding_priority] == priority) {
           Amount* band = rows.data() + row + keys;
           // The workload that left set an extreme if it owned the least lost work or matched
@@ -228,13 +241,18 @@ class PreemptionIndex {
                              band[key_second_lost_work] == gone[key_lost_work];
           for (const std::size_t k : {key_lost_work, key_model_gib, key_entries})
             set_by_gone = set_by_gone || band[k] == gone[k];
+          if (per_replica) {
+            for (const std::size_t k : {key_lost_work_per_replica, key_model_gib_per_replica})
+              set_by_gone = set_by_gone || band[k] == gone[k];
+          }
           if (set_by_gone) {
-            std::fill(band, band + key_count, no_key);
+            std::fill(band, band + (per_replica ? key_count : host_key_count), no_key);
+            const auto fold_member = [&](const Workload& w) {
+              const BandKeys held = band_keys(schema, w);
+              fold_keys(band, held.data(), per_replica);
+            };
             if (at == host) {
-              for_each_band_member(host, [&](const Workload& w) {
-                const BandKeys held = band_keys(schema, w);
-                fold_keys(band, held.data());
-              });
+              for_each_band_member(host, fold_member);
             } else {
               // Children walked by subtree ends: children() allocates, and this runs after
               // the point of no return.
@@ -242,11 +260,24 @@ class PreemptionIndex {
               for (DomainId child{at.value + 1}; child.value < end.value;
                    child = topology.subtree_end(child)) {
                 if (topology.level(child) > topology.host_level()) continue;
-                const auto& child_rows = rows_[slot(topology, child)];
-                const std::size_t child_row = row_of(child_rows, priority);
-                if (child_row < child_rows.size() &&
-                    child_rows[child_row + holding_priority] == priority) {
-                  fold_keys(band, child_rows.data() + child_row + keys);
+                const std::size_t child_slot = slot(topology, child);
+                const auto& child_rows = rows_[child_slot];
+                const std::size_t child_row =
+                    row_of(child_rows, priority, stride_at(child_slot));
+                if (child_row >= child_rows.size() ||
+                    child_rows[child_row + holding_priority] != priority) {
+                  continue;
+                }
+                if (keeps_replica_keys(child_slot)) {
+                  fold_keys(band, child_rows.data() + child_row + keys, true);
+                } else {
+                  // A host row has no per-replica keys: its band's members give them (a
+                  // domain just above the hosts re-reads their occupants, a few dozen).
+                  fold_keys(band, child_rows.data() + child_row + keys, false);
+                  for_each_band_member(child, [&](const Workload& w) {
+                    const BandKeys held = band_keys(schema, w);
+                    fold_replica_keys(band, held.data());
+                  });
                 }
               }
             }
@@ -275,12 +306,26 @@ class PreemptionIndex {
   static constexpr Amount no_key = std::numeric_limits<Amount>::max();
 
   [[nodiscard]] std::size_t key_offset() const noexcept { return holding_amounts + dims_; }
-  [[nodiscard]] std::size_t stride() const noexcept { return key_offset() + key_count; }
+  /// Whether the rows of `slot` keep the per-replica keys (above the host level).
+  [[nodiscard]] bool keeps_replica_keys(std::size_t slot) const noexcept {
+    return slot < first_host_slot_;
+  }
+  [[nodiscard]] std::size_t stride_at(std::size_t slot) const noexcept {
+    return key_offset() + (keeps_replica_keys(slot) ? key_count : host_key_count);
+  }
+
+  /// The per-replica minima of `from` folded into `into` (both rows keep them).
+  static void fold_replica_keys(Amount* into, const Amount* from) noexcept {
+    for (const std::size_t k : {key_lost_work_per_replica, key_model_gib_per_replica})
+      into[k] = std::min(into[k], from[k]);
+  }
 
   /// Folds the keys `from` (one workload's, or a child domain's band) into `into`: plain minima,
-  /// and the least two lost works of distinct workloads. A workload folds in once per entry
-  /// and once per child domain it spans, so the owner's id tells a repeat from a tie.
-  static void fold_keys(Amount* into, const Amount* from) noexcept {
+  /// and the least two lost works of distinct workloads; the per-replica minima too when
+  /// `per_replica` (`into` and `from` both keep them). A workload folds in once per entry and
+  /// once per child domain it spans, so the owner's id tells a repeat from a tie.
+  static void fold_keys(Amount* into, const Amount* from, bool per_replica) noexcept {
+    if (per_replica) fold_replica_keys(into, from);
     for (const std::size_t k : {key_model_gib, key_entries}) into[k] = std::min(into[k], from[k]);
     if (from[key_lost_work] == no_key) return;  // holds no device
     if (into[key_lost_work] == no_key) {
@@ -312,13 +357,23 @@ class PreemptionIndex {
       into[key_second_lost_work] = std::min(into[key_second_lost_work], from[key_lost_work]);
     }
   }
-  /// The second-least fields of `band` from its keys.
-  static void fill_second(IndexBand& band, const Amount* keys) noexcept {
+  /// The extremes of `band` from its keys (a band that holds a device); without
+  /// `per_replica` keys (a host row), the per-replica leasts are the per-entry ones.
+  static void fill_extremes(IndexBand& band, const Amount* keys, bool per_replica) noexcept {
+    band.least_lost_work_per_entry = std::bit_cast<double>(keys[key_lost_work]);
+    band.least_model_gib_per_entry = std::bit_cast<double>(keys[key_model_gib]);
+    band.most_entries_per_victim = -keys[key_entries];
     band.second_least_lost_work_per_entry =
         keys[key_second_lost_work] == no_key
             ? std::numeric_limits<double>::infinity()
             : std::bit_cast<double>(keys[key_second_lost_work]);
     band.entries_of_least_lost_work = keys[key_lost_work_owner_entries];
+    band.least_lost_work_per_replica =
+        per_replica ? std::bit_cast<double>(keys[key_lost_work_per_replica])
+                    : band.least_lost_work_per_entry;
+    band.least_model_gib_per_replica =
+        per_replica ? std::bit_cast<double>(keys[key_model_gib_per_replica])
+                    : band.least_model_gib_per_entry;
   }
   /// Index slot of d, or of its nearest ancestor at or above the host level (its host, where
   /// the branch has one) when d lies below it.
@@ -328,8 +383,9 @@ class PreemptionIndex {
   }
   [[nodiscard]] std::int64_t sum(const Topology& topology, DomainId d, std::int32_t priority,
                                  std::size_t field) const noexcept {
-    const auto& rows = rows_[slot(topology, d)];
-    const std::size_t stride = this->stride();
+    const std::size_t at = slot(topology, d);
+    const auto& rows = rows_[at];
+    const std::size_t stride = stride_at(at);
     std::int64_t total = 0;
     for (std::size_t row = 0; row < rows.size(); row += stride) {
       if (rows[row + holding_priority] >= priority) break;
@@ -338,9 +394,8 @@ class PreemptionIndex {
     return total;
   }
   /// Row offset of `priority` in `rows`, or where it would be inserted.
-  [[nodiscard]] std::size_t row_of(const std::vector<Amount>& rows,
-                                   std::int32_t priority) const noexcept {
-    const std::size_t stride = this->stride();
+  [[nodiscard]] static std::size_t row_of(const std::vector<Amount>& rows, std::int32_t priority,
+                                          std::size_t stride) noexcept {
     std::size_t row = 0;
     while (row < rows.size() && rows[row + holding_priority] < priority) row += stride;
     return row;
@@ -349,6 +404,7 @@ class PreemptionIndex {
   std::size_t dims_ = 0;
   std::vector<std::vector<Amount>> rows_;  // per indexed domain (slot)
   std::vector<std::size_t> level_offset_;  // first slot of each level <= host
+  std::size_t first_host_slot_ = 0;        // slots before it keep the per-replica keys
 };
 
 }  // namespace detail

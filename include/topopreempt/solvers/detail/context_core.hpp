@@ -47,11 +47,14 @@ void for_each_prefetching_bands(const Allocation& state, std::span<const DomainI
 
 /// What the preemption index allows for freeing device entries in one domain
 /// (`PreemptionContext::index_cover`): the least per-victim part over its bands, the least
-/// per-entry cost of the entries (infinite when its bands hold too few), and the terms summed.
+/// per-entry cost of the entries (infinite when its bands hold too few), and the terms summed;
+/// and the least price of one action on a victim of its bands (`index_action_price_of`), which
+/// any plan freeing something there pays at least.
 struct IndexCover {
   double per_victim = std::numeric_limits<double>::infinity();
   double cost = std::numeric_limits<double>::infinity();
   std::size_t terms = 0;
+  double least_action = std::numeric_limits<double>::infinity();
 };
 
 /// Everything a solver needs about one decision. Built once per `solve` call.
@@ -302,9 +305,12 @@ class PreemptionContext {
   /// least `per_victim` over its eligible bands, and the cheapest-first cover of `need`
   /// entries (per band, the entries of its least-lost-work workload at the band's rate, any
   /// more at the rate of its second least lost work; infinite when the bands hold too few).
-  [[nodiscard]] IndexCover index_cover(DomainId where, double need) const;
+  /// With `least_action`, also the least action price over those bands (else left infinite:
+  /// at a host and below, where bands keep no per-replica leasts, it seldom beats the cover).
+  [[nodiscard]] IndexCover index_cover(DomainId where, double need, bool least_action) const;
   /// `floor`, or `least per_victim + index_cover(where, need)` when declared and `need` > 0,
-  /// lowered by its rounding and put on `grid`.
+  /// lowered by its rounding, at least the least action price there above the host level,
+  /// and put on `grid`.
   [[nodiscard]] double banded_price_bound(DomainId where, double need, double floor,
                                           double grid) const;
 

@@ -461,7 +461,7 @@ double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId
       costs.push_back(0.0);
       return;
     }
-    const IndexCover cover = index_cover(host, need);
+    const IndexCover cover = index_cover(host, need, false);
     per_victim = std::min(per_victim, cover.per_victim);
     most_terms = std::max(most_terms, cover.terms);
     if (std::isfinite(cover.cost)) costs.push_back(cover.cost);
@@ -516,7 +516,8 @@ double PreemptionContext<Model>::group_price_bound(const Tier& tier, DomainId gr
 }
 
 template <CostModel Model>
-IndexCover PreemptionContext<Model>::index_cover(DomainId where, double need) const {
+IndexCover PreemptionContext<Model>::index_cover(DomainId where, double need,
+                                                 bool least_action) const {
   IndexCover out;
   if constexpr (IndexPricedModel<Model>) {
     // Per band, at most the entries of its least-lost-work workload cost the band's rate; every
@@ -540,6 +541,8 @@ IndexCover PreemptionContext<Model>::index_cover(DomainId where, double need) co
     state_.for_each_index_band(where, preemptor_.priority, [&](const IndexBand& band) {
       const PriceRate least = model_.index_price_rate(band);
       out.per_victim = std::min(out.per_victim, least.per_victim);
+      if (least_action)
+        out.least_action = std::min(out.least_action, index_action_price_of(model_, band));
       const auto owner_entries = static_cast<double>(band.entries_of_least_lost_work);
       if (!std::isfinite(band.second_least_lost_work_per_entry)) {
         cap(least.per_device_entry, owner_entries);  // one workload: its entries alone
@@ -582,14 +585,22 @@ double PreemptionContext<Model>::banded_price_bound(DomainId where, double need,
     return floor;
   } else {
     if (!(need > 0.0)) return floor;
-    const IndexCover cover = index_cover(where, need);
+    const IndexCover cover =
+        index_cover(where, need, topology_.level(where) < topology_.host_level());
     // No band holds a device, or too few entries: the index shortfall rejects the domain;
     // keep the floor.
     if (!std::isfinite(cover.per_victim) || !std::isfinite(cover.cost)) return floor;
     // Each rate is itself a rounded quotient: a few roundings, counted by conservative, with
     // one product and one sum per term of the cover.
-    const double bound = conservative(cover.per_victim + cover.cost,
-                                      16.0 + 2.0 * static_cast<double>(cover.terms));
+    const double covered = conservative(cover.per_victim + cover.cost,
+                                        16.0 + 2.0 * static_cast<double>(cover.terms));
+    // Any plan that frees something here takes one action at least: the least action's price
+    // bounds it too (it reads the per-replica leasts, which a large cheap victim's per-entry
+    // rate hides from the cover when few entries are needed). Exact as declared (every price
+    // is checked against it exactly): a domain bounded at the best plan's cost is not read.
+    const double bound = std::isfinite(cover.least_action)
+                             ? std::max(covered, cover.least_action)
+                             : covered;
     // A bound past the largest double would prune the domain unread as if it held no plan: read
     // it instead, and let its scan reject the model's prices (they sum past it too).
     if (!std::isfinite(bound)) return floor;
