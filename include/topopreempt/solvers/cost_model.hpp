@@ -97,8 +97,10 @@ template <CostModel Model>
 /// may read the band's per-replica leasts (`IndexBand::least_lost_work_per_replica`,
 /// `least_model_gib_per_replica`): every action drops at least one replica. Solvers bound a
 /// domain's cost by it too, since a plan that frees anything there takes at least one action
-/// on a victim of one of its bands (see docs/costs.md). `check_price_sum` checks it like the
-/// rate. Declared by `lost_work`, `reload_time`, `kubernetes_order` and `weighted_sum`.
+/// on a victim of one of its bands (see docs/costs.md). `check_price_sum` and the solvers check
+/// it against every eligible victim they price, exactly (no allowance for rounding, unlike the
+/// rate): solvers use it unlowered. Declared by `lost_work`, `reload_time`, `kubernetes_order`,
+/// and `weighted_sum` when a part declares a rate.
 template <class Model>
 concept IndexActionPricedModel =
     IndexPricedModel<Model> && requires(const Model& model, const IndexBand& band) {
