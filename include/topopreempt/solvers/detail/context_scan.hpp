@@ -541,8 +541,12 @@ IndexCover PreemptionContext<Model>::index_cover(DomainId where, double need,
     state_.for_each_index_band(where, preemptor_.priority, [&](const IndexBand& band) {
       const PriceRate least = model_.index_price_rate(band);
       out.per_victim = std::min(out.per_victim, least.per_victim);
-      if (least_action)
-        out.least_action = std::min(out.least_action, index_action_price_of(model_, band));
+      // Only a declared price can beat the cover: the fallback, one entry at the band's rate
+      // lowered, never exceeds the cover of one entry or more.
+      if constexpr (IndexActionPricedModel<Model>) {
+        if (least_action)
+          out.least_action = std::min(out.least_action, index_action_price_of(model_, band));
+      }
       const auto owner_entries = static_cast<double>(band.entries_of_least_lost_work);
       if (!std::isfinite(band.second_least_lost_work_per_entry)) {
         cap(least.per_device_entry, owner_entries);  // one workload: its entries alone
