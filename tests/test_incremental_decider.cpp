@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -101,9 +102,10 @@ void change(Allocation& state, std::vector<std::pair<Workload, Placement>>& remo
 }
 
 template <class Solver>
-void run_sequence(const Solver& solver, PreemptorSpec spec, std::uint64_t seed) {
+void run_sequence(const Solver& solver, PreemptorSpec spec, std::uint64_t seed,
+                  std::int32_t nodes = 16, int rounds = 8) {
   ClusterSpec cluster_spec;
-  cluster_spec.nodes = 16;
+  cluster_spec.nodes = nodes;
   cluster_spec.nodes_per_rack = 8;
   cluster_spec.seed = seed;
   cluster_spec.elastic_fraction = 0.4;
@@ -114,7 +116,7 @@ void run_sequence(const Solver& solver, PreemptorSpec spec, std::uint64_t seed) 
   IncrementalDecider decider(solver, model, preemptor);
   std::vector<std::pair<Workload, Placement>> removed;
   std::mt19937_64 random(seed);
-  for (int round = 0; round < 8; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     INFO("seed ", seed, " round ", round, " ", Solver::name, " ", to_string(spec.kind));
     check_same_plan(decider.decide(cluster.state), solver.solve(cluster.state, preemptor, model));
     const int changes = 1 + static_cast<int>(random() % 4);
@@ -123,8 +125,10 @@ void run_sequence(const Solver& solver, PreemptorSpec spec, std::uint64_t seed) 
   // Decided again on an unchanged state, nothing is read again.
   check_same_plan(decider.decide(cluster.state), solver.solve(cluster.state, preemptor, model));
   const std::uint64_t fresh = decider.fresh_reads();
+  const std::uint64_t fresh_groups = decider.fresh_group_bounds();
   check_same_plan(decider.decide(cluster.state), solver.solve(cluster.state, preemptor, model));
   CHECK(decider.fresh_reads() == fresh);
+  CHECK(decider.fresh_group_bounds() == fresh_groups);
 }
 
 TEST_SUITE("incremental_decider") {
@@ -180,6 +184,66 @@ TEST_SUITE("incremental_decider") {
         }
       }
     }
+  }
+
+  TEST_CASE("bounds kept by version: eight racks, many rounds, every plan the cold plan") {
+    // Enough racks that most keep their bounds from one round to the next: a bound reused
+    // after its rack changed would move the search, and the statistics or the plan with it.
+    const std::array<PreemptorSpec, 4> specs{{{PreemptorKind::numa, 1},
+                                              {PreemptorKind::nvlink_island, 4},
+                                              {PreemptorKind::node, 8},
+                                              {PreemptorKind::rack_gang, 16, 2}}};
+    for (const std::uint64_t seed : {7U, 8U}) {
+      for (const PreemptorSpec& spec : specs) {
+        run_sequence(solvers::greedy, spec, seed, 64, 24);
+        run_sequence(solvers::branch_and_bound, spec, seed, 64, 24);
+      }
+    }
+  }
+
+  TEST_CASE("after a change on one host only the bounds of the groups holding it are retaken") {
+    ClusterSpec cluster_spec;
+    cluster_spec.nodes = 64;
+    cluster_spec.nodes_per_rack = 8;
+    cluster_spec.target_occupancy = 1.0;
+    cluster_spec.seed = 11;
+    GeneratedCluster cluster = generate_cluster(cluster_spec);
+    const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    IncrementalDecider decider(solvers::branch_and_bound, model, preemptor);
+    const PreemptionPlan first = decider.decide(cluster.state);
+    REQUIRE(first.has_victims_plan());
+    const std::uint64_t cold_groups = decider.fresh_group_bounds();
+    CHECK(cold_groups == 9);  // the root and its eight racks
+    // Unchanged: every bound is reused.
+    check_same_plan(decider.decide(cluster.state),
+                    solvers::branch_and_bound.solve(cluster.state, preemptor, model));
+    CHECK(decider.fresh_group_bounds() == cold_groups);
+    // A workload of fewer than 8 GPUs on one host leaves, in a rack the plan did not choose
+    // (no host is emptied): at most the bounds of the groups on the way from the root to that
+    // host (root, rack) are taken again.
+    const Topology& topology = cluster.state.topology();
+    const LevelIndex rack_level = 1;
+    REQUIRE(topology.host_level() == 2);
+    const DomainId chosen_rack = topology.ancestor_at(first.target_domain, rack_level);
+    std::optional<WorkloadId> leaving;
+    cluster.state.for_each_workload([&](const Workload& w) {
+      const Placement& placement = cluster.state.placement(w.id);
+      const DomainId host =
+          topology.ancestor_at(placement.replicas.front().entries.front().domain, 2);
+      if (!leaving && placement.replicas.size() == 1 &&
+          placement.devices(topology).size() < 8 &&
+          topology.ancestor_at(host, rack_level) != chosen_rack)
+        leaving = w.id;
+    });
+    REQUIRE(leaving.has_value());
+    cluster.state.remove(*leaving);
+    const std::uint64_t reused = decider.reused_group_bounds();
+    const PreemptionPlan after = decider.decide(cluster.state);
+    check_same_plan(after, solvers::branch_and_bound.solve(cluster.state, preemptor, model));
+    REQUIRE(after.has_victims_plan());
+    CHECK(decider.fresh_group_bounds() - cold_groups <= 2);
+    CHECK(decider.reused_group_bounds() > reused);
   }
 
   // A small generated cluster: 8 nodes, 4 per rack.

@@ -19,16 +19,18 @@ namespace topopreempt {
 /// state that changes in between (a scheduler's cycle). It keeps the scan result of every
 /// candidate domain it read (victims, fractional bound, or why it is hopeless), keyed by the
 /// versions (`Allocation::domain_version`) of the domains the scan depended on, and reads a
-/// domain again only when one of those versions changed. The searches themselves are redone
-/// (they depend on the incumbent of the call).
+/// domain again only when one of those versions changed. Under a priced model whose targets
+/// are taken by group (racks, then their targets), it also keeps each group's index bound by
+/// the group's version, so a later call takes anew only the bounds of racks that changed. The
+/// searches themselves are redone (they depend on the incumbent of the call).
 ///
 /// `decide(state)` returns exactly the plan `solver.solve(state, preemptor, model)` returns
 /// (same victims, placement, cost, status, verdicts and statistics; only
 /// `statistics.seconds` differs). Prices are checked as scans read them, so reused scans need
-/// no check, and "fits already" is the cold, index-backed answer. Every call still visits each
-/// candidate domain to compare versions, and redoes the searches, so a call after k changes
-/// costs O(candidate domains) cheap steps plus the reads of the changed domains and the
-/// searches, instead of reading every domain. Results are reused
+/// no check, and "fits already" is the cold, index-backed answer. A call still visits what the
+/// cold call visits (each group it opens, each candidate domain it admits) to compare versions,
+/// and redoes the searches, so a call after k changes costs those cheap steps plus the bounds
+/// and reads of the changed domains and the searches. Results are reused
 /// across states of one topology: a state on another topology resets the cache. Versions are
 /// content digests, so decisions on copies of a state reuse each other's results correctly.
 ///
@@ -58,6 +60,10 @@ class IncrementalDecider {
   /// Domain reads answered from the cache, and reads done, over the decider's life.
   [[nodiscard]] std::uint64_t reused_reads() const noexcept { return cache_.hits; }
   [[nodiscard]] std::uint64_t fresh_reads() const noexcept { return cache_.misses; }
+  /// Group bounds (a rack's or the root's index bound, under priced models) answered from the
+  /// cache, and taken, over the decider's life.
+  [[nodiscard]] std::uint64_t reused_group_bounds() const noexcept { return cache_.group_hits; }
+  [[nodiscard]] std::uint64_t fresh_group_bounds() const noexcept { return cache_.group_misses; }
 
   /// The preemptor decided for.
   [[nodiscard]] const Workload& preemptor() const noexcept { return preemptor_; }

@@ -238,6 +238,19 @@ class PreemptionContext {
   /// part until the target comes up.
   [[nodiscard]] double index_price_bound(const Tier& tier, DomainId target, double floor,
                                          double grid, bool per_host = true) const;
+  /// `index_price_bound` and `per_host_index_bound`, answered from `cache` (when not null)
+  /// while the versions of the domains they read are unchanged (and the floor and grid are
+  /// those of `ScanCache::keep_bounds_for`): the same bounds, bit for bit, so a decider's call
+  /// takes the same path as a cold one.
+  [[nodiscard]] double index_price_bound_cached(std::size_t tier_index, const Tier& tier,
+                                                DomainId target, double floor, double grid,
+                                                bool per_host, ScanCache* cache) const;
+  [[nodiscard]] double per_host_index_bound_cached(std::size_t tier_index, const Tier& tier,
+                                                   DomainId target, double floor, double grid,
+                                                   ScanCache* cache) const;
+  /// The cache entry of `target`, its bounds dropped when what they read changed.
+  [[nodiscard]] ScanCache::Entry& bound_entry(std::size_t tier_index, const Tier& tier,
+                                              DomainId target, ScanCache& cache) const;
 
   /// Whether the targets of `tier` are taken by group (`group_price_bound`): for an
   /// `IndexPricedModel` whose tier needs whole devices, with targets at or below the host level
@@ -251,6 +264,13 @@ class PreemptionContext {
   /// may evict, so the model's declared rate bounds them all. O(hosts in the group + bands).
   [[nodiscard]] double group_price_bound(const Tier& tier, DomainId group, double floor,
                                          double grid) const;
+  /// `group_price_bound`, answered from `cache` (when not null) while the group's version is
+  /// the one it was taken at (and the floor and grid are those of
+  /// `ScanCache::keep_bounds_for`): a decider's later call takes anew only the bounds of groups
+  /// that changed, and gets the very bounds a cold call would (so the same search).
+  [[nodiscard]] double group_price_bound_cached(std::size_t tier_index, const Tier& tier,
+                                                DomainId group, double floor, double grid,
+                                                ScanCache* cache) const;
 
   /// Sizes `cache`'s entries for `tier` (one per target).
   void prepare_cache(ScanCache& cache, std::size_t tier_index, const Tier& tier) const;

@@ -439,6 +439,62 @@ double PreemptionContext<Model>::index_price_bound(const Tier& tier, DomainId ta
 }
 
 template <CostModel Model>
+ScanCache::Entry& PreemptionContext<Model>::bound_entry(std::size_t tier_index, const Tier& tier,
+                                                        DomainId target, ScanCache& cache) const {
+  prepare_cache(cache, tier_index, tier);
+  const ScanCache::TierShape& shape = tier_shape(cache, tier_index, tier);
+  const std::size_t ordinal = topology_.ordinal(target);
+  ScanCache::Entry& entry = cache.tiers[tier_index][ordinal];
+  // The index answers below the host level from the enclosing host's bands: its version
+  // (the index key's) is read too.
+  const std::uint64_t key = scan_key(shape, ordinal, tier.dims.size()) * 0x9e3779b97f4a7c15ULL ^
+                            index_key(shape, ordinal, tier.dims.size());
+  if (entry.bound_key != key) {
+    entry.bound_key = key;
+    entry.banded_valid = false;
+    entry.per_host_valid = false;
+  }
+  return entry;
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::index_price_bound_cached(std::size_t tier_index,
+                                                          const Tier& tier, DomainId target,
+                                                          double floor, double grid,
+                                                          bool per_host, ScanCache* cache) const {
+  if constexpr (!IndexPricedModel<Model>) {
+    return floor;
+  } else {
+    if (cache == nullptr ||
+        std::find(tier.dims.begin(), tier.dims.end(), whole_device_dim) == tier.dims.end()) {
+      return index_price_bound(tier, target, floor, grid, per_host);
+    }
+    ScanCache::Entry& entry = bound_entry(tier_index, tier, target, *cache);
+    if (!entry.banded_valid) {
+      entry.banded_bound = index_price_bound(tier, target, floor, grid, false);
+      entry.banded_valid = true;
+    }
+    if (!per_host || !per_host_bound_applies(tier, target)) return entry.banded_bound;
+    return std::max(entry.banded_bound,
+                    per_host_index_bound_cached(tier_index, tier, target, floor, grid, cache));
+  }
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::per_host_index_bound_cached(std::size_t tier_index,
+                                                             const Tier& tier, DomainId target,
+                                                             double floor, double grid,
+                                                             ScanCache* cache) const {
+  if (cache == nullptr) return per_host_index_bound(tier, target, floor, grid);
+  ScanCache::Entry& entry = bound_entry(tier_index, tier, target, *cache);
+  if (!entry.per_host_valid) {
+    entry.per_host_bound = per_host_index_bound(tier, target, floor, grid);
+    entry.per_host_valid = true;
+  }
+  return entry.per_host_bound;
+}
+
+template <CostModel Model>
 double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId target,
                                                       double floor, double grid) const {
   // The per-host bound from the index alone: each of R distinct hosts frees its deficit d -
@@ -513,6 +569,31 @@ double PreemptionContext<Model>::group_price_bound(const Tier& tier, DomainId gr
     return banded_price_bound(group, total_demand(tier, whole_device_dim) - most_idle, floor,
                               grid);
   }
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::group_price_bound_cached(std::size_t tier_index,
+                                                          const Tier& tier, DomainId group,
+                                                          double floor, double grid,
+                                                          ScanCache* cache) const {
+  if (cache == nullptr) return group_price_bound(tier, group, floor, grid);
+  if (cache->group_bounds.size() <= tier_index) cache->group_bounds.resize(tier_index + 1);
+  auto& levels = cache->group_bounds[tier_index];
+  const LevelIndex level = topology_.level(group);
+  if (levels.size() <= level) levels.resize(level + 1);
+  auto& entries = levels[level];
+  const std::size_t count = topology_.domains_at(level).size();
+  if (entries.size() != count) entries.assign(count, {});
+  ScanCache::GroupBound& entry = entries[topology_.ordinal(group)];
+  const std::uint64_t version = state_.domain_version(group);
+  if (entry.valid && entry.version == version) {
+    ++cache->group_hits;
+    return entry.bound;
+  }
+  const double bound = group_price_bound(tier, group, floor, grid);
+  entry = {version, bound, true};
+  ++cache->group_misses;
+  return bound;
 }
 
 template <CostModel Model>

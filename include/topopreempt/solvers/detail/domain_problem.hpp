@@ -132,6 +132,15 @@ struct ScanCache {
     std::uint64_t index_key = 0;
     bool index_valid = false;
     std::optional<Shortfall> index_verdict;
+    /// The index price bounds (`index_price_bound` without its per-host part, and
+    /// `per_host_index_bound`), keyed by the versions of the target's reach and aggregate
+    /// domains and of the hosts whose bands answer for them (which hold every host and band
+    /// they read). Taken under `bounds_floor` and `bounds_grid`.
+    std::uint64_t bound_key = 0;
+    bool banded_valid = false;
+    bool per_host_valid = false;
+    double banded_bound = 0.0;
+    double per_host_bound = 0.0;
   };
   std::vector<std::vector<Entry>> tiers;
   /// What never changes for a tier's target (the topology alone decides it), computed once:
@@ -145,6 +154,35 @@ struct ScanCache {
     std::vector<std::optional<Shortfall>> too_small;
   };
   std::vector<TierShape> shapes;
+  /// A group's index bound (`group_price_bound`), kept with the group's version: a group
+  /// whose subtree did not change has the same bands and idle devices, so the same bound, bit
+  /// for bit. Taken under `bounds_floor` and `bounds_grid`.
+  struct GroupBound {
+    std::uint64_t version = 0;
+    double bound = 0.0;
+    bool valid = false;
+  };
+  /// Per tier, per level, per group by ordinal in its level (levels above the host level only).
+  std::vector<std::vector<std::vector<GroupBound>>> group_bounds;
+  /// The price floor and cost grid every kept bound was taken under (their bits; a NaN bit
+  /// pattern at first, which no declared floor has).
+  std::uint64_t bounds_floor = ~std::uint64_t{0};
+  std::uint64_t bounds_grid = ~std::uint64_t{0};
+  /// Drops every kept bound unless `floor` and `grid` are, bit for bit, those they were taken
+  /// under (a decider's never change: it decides for one preemptor under one model).
+  void keep_bounds_for(double floor, double grid) {
+    const auto floor_bits = std::bit_cast<std::uint64_t>(floor);
+    const auto grid_bits = std::bit_cast<std::uint64_t>(grid);
+    if (floor_bits == bounds_floor && grid_bits == bounds_grid) return;
+    for (auto& entries : tiers) {
+      for (Entry& entry : entries) entry.banded_valid = entry.per_host_valid = false;
+    }
+    group_bounds.clear();
+    bounds_floor = floor_bits;
+    bounds_grid = grid_bits;
+  }
+  std::uint64_t group_hits = 0;    ///< group bounds answered from the cache
+  std::uint64_t group_misses = 0;  ///< group bounds taken (and stored)
   std::uint64_t hits = 0;    ///< scans answered from the cache
   std::uint64_t misses = 0;  ///< scans done (and stored)
   /// Scratch of one batch, kept so that a batch (one per host) allocates nothing: the targets

@@ -150,6 +150,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
   // as things stand, so each plan evicts or shrinks at least one victim.
   const double floor = context.price_floor();
   const double grid = context.cost_grid();
+  if (cache != nullptr) cache->keep_bounds_for(floor, grid);
   for (std::size_t tier_index = 0; tier_index < context.tiers().size(); ++tier_index) {
     const Tier& tier = context.tiers()[tier_index];
     // A candidate domain, keyed by a lower bound on its cost: for a read one its scan bound
@@ -200,7 +201,8 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       }
       candidates.push_back({limits.full_scan
                                 ? on_grid(result.bound, grid)
-                                : std::max(context.index_price_bound(tier, target, floor, grid),
+                                : std::max(context.index_price_bound_cached(
+                                               tier_index, tier, target, floor, grid, true, cache),
                                            on_grid(result.bound, grid)),
                             target});
       if (!limits.full_scan) std::push_heap(candidates.begin(), candidates.end(), later);
@@ -218,7 +220,9 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       // the deadline already, targets are taken one by one below, as far as it lets them.
       const std::size_t all = context.targets(tier).size();
       if (all > 0) {
-        candidates.push_back({context.group_price_bound(tier, Topology::root(), floor, grid),
+        candidates.push_back({context.group_price_bound_cached(tier_index, tier,
+                                                               Topology::root(), floor, grid,
+                                                               cache),
                               Topology::root(), false, all});
         groups = 1;
         grouped_targets = all;
@@ -261,7 +265,8 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
           log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
         } else {
           const double bound =
-              std::max(lower, context.index_price_bound(tier, target, floor, grid, false));
+              std::max(lower, context.index_price_bound_cached(tier_index, tier, target, floor,
+                                                               grid, false, cache));
           const bool refine = context.per_host_bound_applies(tier, target);
           if (bound > floor || refine) {
             candidates.push_back({bound, target, false, 0, refine});
@@ -323,8 +328,9 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
           first = last;
           if (count == 0) return;
           candidates.push_back(
-              {std::max(group.bound, context.group_price_bound(tier, child, floor, grid)), child,
-               false, count});
+              {std::max(group.bound, context.group_price_bound_cached(tier_index, tier, child,
+                                                                      floor, grid, cache)),
+               child, false, count});
           std::push_heap(candidates.begin(), candidates.end(), later);
           ++groups;
           grouped_targets += count;
@@ -334,7 +340,8 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       if (for_listing) {
         for (const DomainId target : members) {
           candidates.push_back(
-              {std::max(group.bound, context.index_price_bound(tier, target, floor, grid)),
+              {std::max(group.bound, context.index_price_bound_cached(tier_index, tier, target,
+                                                                      floor, grid, true, cache)),
                target, false});
           std::push_heap(candidates.begin(), candidates.end(), later);
         }
@@ -418,7 +425,9 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         // Its per-host index bound, deferred until now: back in by it if it is larger, else
         // on as if it had been taken at once (the same order either way).
         const double refined =
-            std::max(item.bound, context.per_host_index_bound(tier, item.target, floor, grid));
+            std::max(item.bound, context.per_host_index_bound_cached(tier_index, tier,
+                                                                     item.target, floor, grid,
+                                                                     cache));
         if (refined > item.bound || refined > floor) {
           candidates.push_back({refined, item.target, false});
           std::push_heap(candidates.begin(), candidates.end(), later);
