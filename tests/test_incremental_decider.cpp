@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -219,22 +220,30 @@ TEST_SUITE("incremental_decider") {
     check_same_plan(decider.decide(cluster.state),
                     solvers::branch_and_bound.solve(cluster.state, preemptor, model));
     CHECK(decider.fresh_group_bounds() == cold_groups);
-    // A workload of fewer than 8 GPUs on one host leaves, in a rack the plan did not choose
-    // (no host is emptied): at most the bounds of the groups on the way from the root to that
-    // host (root, rack) are taken again.
+    // A one-replica workload leaves a host of a rack the plan did not choose, a host on which
+    // another workload keeps a device (so the preemptor still does not fit): only the bounds
+    // of the groups on the way from the root to that host (root, rack) are taken again.
     const Topology& topology = cluster.state.topology();
     const LevelIndex rack_level = 1;
     REQUIRE(topology.host_level() == 2);
     const DomainId chosen_rack = topology.ancestor_at(first.target_domain, rack_level);
+    const auto host_of = [&](WorkloadId id) {
+      return topology.ancestor_at(
+          cluster.state.placement(id).replicas.front().entries.front().domain, 2);
+    };
     std::optional<WorkloadId> leaving;
     cluster.state.for_each_workload([&](const Workload& w) {
       const Placement& placement = cluster.state.placement(w.id);
-      const DomainId host =
-          topology.ancestor_at(placement.replicas.front().entries.front().domain, 2);
-      if (!leaving && placement.replicas.size() == 1 &&
-          placement.devices(topology).size() < 8 &&
-          topology.ancestor_at(host, rack_level) != chosen_rack)
-        leaving = w.id;
+      const DomainId host = host_of(w.id);
+      if (leaving || placement.replicas.size() != 1 ||
+          topology.ancestor_at(host, rack_level) == chosen_rack)
+        return;
+      for (const WorkloadId other : cluster.state.occupants(host)) {
+        if (other == w.id) continue;
+        for (const DomainId device : cluster.state.placement(other).devices(topology)) {
+          if (topology.contains(host, device)) leaving = w.id;
+        }
+      }
     });
     REQUIRE(leaving.has_value());
     cluster.state.remove(*leaving);
@@ -242,8 +251,80 @@ TEST_SUITE("incremental_decider") {
     const PreemptionPlan after = decider.decide(cluster.state);
     check_same_plan(after, solvers::branch_and_bound.solve(cluster.state, preemptor, model));
     REQUIRE(after.has_victims_plan());
-    CHECK(decider.fresh_group_bounds() - cold_groups <= 2);
-    CHECK(decider.reused_group_bounds() > reused);
+    CHECK(decider.fresh_group_bounds() - cold_groups == 2);  // the root and that rack
+    CHECK(decider.reused_group_bounds() - reused == 7);      // the other racks
+  }
+
+  /// Every bound a decider keeps, taken through `cache` on `state`, against the same bound
+  /// taken afresh: equal bit for bit (what the cache promises), for every tier, candidate
+  /// domain and group.
+  template <class Model>
+  void check_kept_bounds(const Allocation& state, const Workload& preemptor, const Model& model,
+                         detail::ScanCache& cache) {
+    const detail::PreemptionContext<Model> context(state, preemptor, model);
+    const double floor = context.price_floor();
+    const double grid = context.cost_grid();
+    cache.keep_bounds_for(floor, grid);
+    const Topology& topology = state.topology();
+    const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+    for (std::size_t t = 0; t < context.tiers().size(); ++t) {
+      const detail::Tier& tier = context.tiers()[t];
+      for (const DomainId target : context.targets(tier)) {
+        INFO("tier ", t, " target ", target.value);
+        CHECK(bits(context.index_price_bound_cached(t, tier, target, floor, grid, false,
+                                                    &cache)) ==
+              bits(context.index_price_bound(tier, target, floor, grid, false)));
+        CHECK(bits(context.index_price_bound_cached(t, tier, target, floor, grid, true,
+                                                    &cache)) ==
+              bits(context.index_price_bound(tier, target, floor, grid, true)));
+        if (context.per_host_bound_applies(tier, target)) {
+          CHECK(bits(context.per_host_index_bound_cached(t, tier, target, floor, grid,
+                                                         &cache)) ==
+                bits(context.per_host_index_bound(tier, target, floor, grid)));
+        }
+      }
+      if (!context.grouped(tier)) continue;
+      for (LevelIndex level = 0; level <= topology.host_level() && level < tier.target_level;
+           ++level) {
+        for (const DomainId group : topology.domains_at(level)) {
+          INFO("tier ", t, " group ", group.value);
+          CHECK(bits(context.group_price_bound_cached(t, tier, group, floor, grid, &cache)) ==
+                bits(context.group_price_bound(tier, group, floor, grid)));
+        }
+      }
+    }
+  }
+
+  TEST_CASE("every kept bound equals the bound taken afresh, bit for bit, after each change") {
+    // Direct, not through a plan: a stale bound need not move a search. NUMA targets read
+    // their host's bands (a change on a sibling NUMA node moves them), gangs of whole hosts
+    // take per-host bounds, and every kind opens racks.
+    const std::array<PreemptorSpec, 4> specs{{{PreemptorKind::numa, 1},
+                                              {PreemptorKind::nvlink_island, 4},
+                                              {PreemptorKind::node, 8},
+                                              {PreemptorKind::rack_gang, 16, 2}}};
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    for (const std::uint64_t seed : {21U, 22U}) {
+      for (const PreemptorSpec& spec : specs) {
+        ClusterSpec cluster_spec;
+        cluster_spec.nodes = 32;
+        cluster_spec.nodes_per_rack = 8;
+        cluster_spec.seed = seed;
+        cluster_spec.elastic_fraction = 0.3;
+        GeneratedCluster cluster = generate_cluster(cluster_spec);
+        const Workload preemptor = make_preemptor(spec);
+        detail::ScanCache cache;
+        std::vector<std::pair<Workload, Placement>> removed;
+        std::mt19937_64 random(seed * 7 + static_cast<std::uint64_t>(spec.gpus));
+        for (int round = 0; round < 30; ++round) {
+          INFO("seed ", seed, " round ", round, " ", to_string(spec.kind));
+          check_kept_bounds(cluster.state, preemptor, model, cache);
+          change(cluster.state, removed, random);
+        }
+        // Racks are targets of the gang, not groups: only the other kinds take group bounds.
+        if (spec.kind != PreemptorKind::rack_gang) CHECK(cache.group_hits > 0);
+      }
+    }
   }
 
   // A small generated cluster: 8 nodes, 4 per rack.

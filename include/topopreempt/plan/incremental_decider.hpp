@@ -5,6 +5,7 @@
 /// changes, re-reading only the candidate domains whose version changed since the last call.
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "topopreempt/model/allocation.hpp"
@@ -30,9 +31,10 @@ namespace topopreempt {
 /// no check, and "fits already" is the cold, index-backed answer. A call still visits what the
 /// cold call visits (each group it opens, each candidate domain it admits) to compare versions,
 /// and redoes the searches, so a call after k changes costs those cheap steps plus the bounds
-/// and reads of the changed domains and the searches. Results are reused
-/// across states of one topology: a state on another topology resets the cache. Versions are
-/// content digests, so decisions on copies of a state reuse each other's results correctly.
+/// and reads of the changed domains and the searches. Results are reused across states of one
+/// topology: a state on another topology resets the cache. Versions are digests of each
+/// subtree's change history, so decisions on copies of a state reuse each other's results
+/// correctly (copies that applied the same changes share versions).
 ///
 /// `Solver` is `solvers::greedy_solver`, `solvers::knapsack_solver` or
 /// `solvers::branch_and_bound_solver` (anything with a `solve(state, preemptor, model,
@@ -50,9 +52,9 @@ class IncrementalDecider {
   /// The plan for the preemptor on `state`, reusing every domain read whose versions did not
   /// change. Throws as the solver does (the cache then keeps only results it had verified).
   [[nodiscard]] PreemptionPlan decide(const Allocation& state) {
-    if (topology_ != &state.topology()) {
+    if (topology_ != state.topology_ptr()) {
       cache_ = detail::ScanCache{};
-      topology_ = &state.topology();
+      topology_ = state.topology_ptr();
     }
     return solver_.solve(state, preemptor_, model_, cache_);
   }
@@ -60,8 +62,8 @@ class IncrementalDecider {
   /// Domain reads answered from the cache, and reads done, over the decider's life.
   [[nodiscard]] std::uint64_t reused_reads() const noexcept { return cache_.hits; }
   [[nodiscard]] std::uint64_t fresh_reads() const noexcept { return cache_.misses; }
-  /// Group bounds (a rack's or the root's index bound, under priced models) answered from the
-  /// cache, and taken, over the decider's life.
+  /// Group bounds (the root's, a rack's, or a host's when targets lie below it: index bounds
+  /// under priced models) answered from the cache, and taken, over the decider's life.
   [[nodiscard]] std::uint64_t reused_group_bounds() const noexcept { return cache_.group_hits; }
   [[nodiscard]] std::uint64_t fresh_group_bounds() const noexcept { return cache_.group_misses; }
 
@@ -73,7 +75,9 @@ class IncrementalDecider {
   Model model_;
   Workload preemptor_;
   detail::ScanCache cache_;
-  const Topology* topology_ = nullptr;
+  /// Held, not only compared: a topology freed while the decider kept its results could
+  /// otherwise be replaced by another at the same address, and the cache wrongly reused.
+  std::shared_ptr<const Topology> topology_;
 };
 
 }  // namespace topopreempt

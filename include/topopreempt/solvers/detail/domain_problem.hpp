@@ -162,7 +162,8 @@ struct ScanCache {
     double bound = 0.0;
     bool valid = false;
   };
-  /// Per tier, per level, per group by ordinal in its level (levels above the host level only).
+  /// Per tier, per level, per group by ordinal in its level (groups lie at or above the host
+  /// level).
   std::vector<std::vector<std::vector<GroupBound>>> group_bounds;
   /// The price floor and cost grid every kept bound was taken under (their bits; a NaN bit
   /// pattern at first, which no declared floor has).
