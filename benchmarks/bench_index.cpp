@@ -141,16 +141,27 @@ void decide(benchmark::State& state, Solver solver, std::int64_t nodes, std::siz
   state.counters["searched"] = decisions > 0 ? searched / decisions : 0.0;
 }
 
-/// A decision after 100 random state changes (remove a running workload, or start a removed
-/// one again where it ran), by an `IncrementalDecider` that decided before the changes, against
-/// a cold decision (the solver's `solve`) on the same state. Every round starts from the
-/// generated cluster, and is played twice: once with the decider called first after the
-/// changes, once (the same changes replayed) with the cold solve first. Each call is timed
-/// where it ran first, as a scheduler's one call after the changes runs: the call after it
-/// finds the caches of the CPU warmed by the first, and would flatter whichever goes second.
-/// Before each play the changes are undone, the decider decides on the restored cluster
-/// (untimed), and the changes are replayed: both plays start from the same steps. `warm_over_cold` is the median over rounds of the two first calls' ratio;
-/// `warm_second_over_cold` the same with the decider timed second (the pairing before 0.5).
+/// Evicts the CPU's caches (writes a buffer twice the size of this machine's 32 MiB L3), so
+/// that a timed call finds none of its data there, as a scheduler's call a cycle later may.
+void evict_cpu_caches() {
+  static std::vector<unsigned char> buffer(64U << 20U);
+  for (std::size_t i = 0; i < buffer.size(); i += 64) buffer[i] = static_cast<unsigned char>(i);
+  benchmark::DoNotOptimize(buffer.data());
+  benchmark::ClobberMemory();
+}
+
+/// A decision after 100 draws of random state changes (remove a running workload, or start a
+/// removed one again where it ran; a draw of a workload already gone changes nothing), by an
+/// `IncrementalDecider` that decided before the changes, against a cold decision (the solver's
+/// `solve`) on the same state. Every round starts from the generated cluster and is played
+/// twice on the same changes: once with the decider called first, once with the cold solve
+/// first. Before each play the changes are undone, the decider decides on the restored
+/// cluster (untimed), the changes are replayed and the CPU's caches are evicted; the first
+/// call is timed. So both calls start alike: neither runs on data the other (or the untimed
+/// decision) has just brought into the caches. `warm_over_cold` is the median over rounds of
+/// decider first / cold first; `warm_second_over_cold` the same with the decider timed right
+/// after the cold solve, as this benchmark paired them before (the second call then finds the
+/// state's data in the caches).
 template <class SolverType>
 void after_changes(benchmark::State& state, const SolverType& solver, std::int64_t nodes,
                    std::size_t kind) {
@@ -211,6 +222,7 @@ void after_changes(benchmark::State& state, const SolverType& solver, std::int64
     // Drawn; now undone and replayed, so that both plays start from the same steps.
     undo_round();
     for (const Change& change : changes) apply(change);
+    evict_cpu_caches();
     state.ResumeTiming();
     double start = thread_seconds();
     const PreemptionPlan warm = decider.decide(allocation);
@@ -219,6 +231,7 @@ void after_changes(benchmark::State& state, const SolverType& solver, std::int64
     state.PauseTiming();
     undo_round();
     for (const Change& change : changes) apply(change);
+    evict_cpu_caches();
     state.ResumeTiming();
     start = thread_seconds();
     const PreemptionPlan cold = solver.solve(allocation, preemptor, cost_model);
