@@ -179,22 +179,25 @@ void after_changes(benchmark::State& state, const SolverType& solver, std::int64
   std::vector<std::pair<Workload, Placement>> removed;
   std::mt19937_64 random(42);
   const std::vector<WorkloadId> ids = allocation.workload_ids();
-  const auto apply = [&](const Change& change) {
-    if (change.start) {
+  // A change, or (`undo`) its inverse.
+  const auto apply = [&](const Change& change, bool undo = false) {
+    if (change.start != undo) {
       allocation.add(change.workload, change.placement);
     } else {
       allocation.remove(change.workload.id);
     }
   };
+  // Back to the generated cluster, where the decider decides (untimed).
   const auto undo_round = [&] {
-    for (auto change = changes.rbegin(); change != changes.rend(); ++change) {
-      if (change->start) {
-        allocation.remove(change->workload.id);
-      } else {
-        allocation.add(change->workload, change->placement);
-      }
-    }
+    for (auto change = changes.rbegin(); change != changes.rend(); ++change) apply(*change, true);
     (void)decider.decide(allocation);
+  };
+  // The same start for both plays: back to the generated cluster, the round's changes again,
+  // and the CPU's caches evicted.
+  const auto replay_round = [&] {
+    undo_round();
+    for (const Change& change : changes) apply(change);
+    evict_cpu_caches();
   };
   std::vector<double> warm_first;   // the decider, run first after the changes
   std::vector<double> cold_first;   // the cold solve, run first after the same changes
@@ -219,19 +222,14 @@ void after_changes(benchmark::State& state, const SolverType& solver, std::int64
       }
       apply(changes.back());
     }
-    // Drawn; now undone and replayed, so that both plays start from the same steps.
-    undo_round();
-    for (const Change& change : changes) apply(change);
-    evict_cpu_caches();
+    replay_round();  // drawn above; replayed, as for the second play
     state.ResumeTiming();
     double start = thread_seconds();
     const PreemptionPlan warm = decider.decide(allocation);
     warm_first.push_back(thread_seconds() - start);
     const PreemptionPlan cold_after = solver.solve(allocation, preemptor, cost_model);
     state.PauseTiming();
-    undo_round();
-    for (const Change& change : changes) apply(change);
-    evict_cpu_caches();
+    replay_round();
     state.ResumeTiming();
     start = thread_seconds();
     const PreemptionPlan cold = solver.solve(allocation, preemptor, cost_model);

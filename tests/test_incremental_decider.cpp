@@ -102,6 +102,13 @@ void change(Allocation& state, std::vector<std::pair<Workload, Placement>>& remo
   state.remove(id);
 }
 
+/// A preemptor of each way targets are found: below the host (NUMA, island), a whole host,
+/// and a gang of whole hosts in a rack.
+const std::array<PreemptorSpec, 4> four_kinds{{{PreemptorKind::numa, 1},
+                                               {PreemptorKind::nvlink_island, 4},
+                                               {PreemptorKind::node, 8},
+                                               {PreemptorKind::rack_gang, 16, 2}}};
+
 template <class Solver>
 void run_sequence(const Solver& solver, PreemptorSpec spec, std::uint64_t seed,
                   std::int32_t nodes = 16, int rounds = 8) {
@@ -152,13 +159,9 @@ TEST_SUITE("incremental_decider") {
     // A half-empty cluster makes "fits already" flip back and forth (the fit check then reads
     // the change log); a round of many changes outgrows the log (the full comparison takes
     // over); deciding on a copy that diverged must not trust the original's log.
-    const std::array<PreemptorSpec, 4> specs{{{PreemptorKind::numa, 1},
-                                              {PreemptorKind::nvlink_island, 4},
-                                              {PreemptorKind::node, 8},
-                                              {PreemptorKind::rack_gang, 16, 2}}};
     const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
     for (const std::uint64_t seed : {3U, 4U, 5U}) {
-      for (const PreemptorSpec& spec : specs) {
+      for (const PreemptorSpec& spec : four_kinds) {
         ClusterSpec cluster_spec;
         cluster_spec.nodes = 16;
         cluster_spec.nodes_per_rack = 8;
@@ -190,12 +193,8 @@ TEST_SUITE("incremental_decider") {
   TEST_CASE("bounds kept by version: eight racks, many rounds, every plan the cold plan") {
     // Enough racks that most keep their bounds from one round to the next: a bound reused
     // after its rack changed would move the search, and the statistics or the plan with it.
-    const std::array<PreemptorSpec, 4> specs{{{PreemptorKind::numa, 1},
-                                              {PreemptorKind::nvlink_island, 4},
-                                              {PreemptorKind::node, 8},
-                                              {PreemptorKind::rack_gang, 16, 2}}};
     for (const std::uint64_t seed : {7U, 8U}) {
-      for (const PreemptorSpec& spec : specs) {
+      for (const PreemptorSpec& spec : four_kinds) {
         run_sequence(solvers::greedy, spec, seed, 64, 24);
         run_sequence(solvers::branch_and_bound, spec, seed, 64, 24);
       }
@@ -299,13 +298,9 @@ TEST_SUITE("incremental_decider") {
     // Direct, not through a plan: a stale bound need not move a search. NUMA targets read
     // their host's bands (a change on a sibling NUMA node moves them), gangs of whole hosts
     // take per-host bounds, and every kind opens racks.
-    const std::array<PreemptorSpec, 4> specs{{{PreemptorKind::numa, 1},
-                                              {PreemptorKind::nvlink_island, 4},
-                                              {PreemptorKind::node, 8},
-                                              {PreemptorKind::rack_gang, 16, 2}}};
     const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
     for (const std::uint64_t seed : {21U, 22U}) {
-      for (const PreemptorSpec& spec : specs) {
+      for (const PreemptorSpec& spec : four_kinds) {
         ClusterSpec cluster_spec;
         cluster_spec.nodes = 32;
         cluster_spec.nodes_per_rack = 8;

@@ -248,9 +248,6 @@ class PreemptionContext {
   [[nodiscard]] double per_host_index_bound_cached(std::size_t tier_index, const Tier& tier,
                                                    DomainId target, double floor, double grid,
                                                    ScanCache* cache) const;
-  /// The cache entry of `target`, its bounds dropped when what they read changed.
-  [[nodiscard]] ScanCache::Entry& bound_entry(std::size_t tier_index, const Tier& tier,
-                                              DomainId target, ScanCache& cache) const;
 
   /// Whether the targets of `tier` are taken by group (`group_price_bound`): for an
   /// `IndexPricedModel` whose tier needs whole devices, with targets at or below the host level
@@ -406,6 +403,17 @@ class PreemptionContext {
   }
 
  private:
+  /// Whether `tier` is measured in whole idle devices (the dimension the index prices).
+  [[nodiscard]] static bool takes_whole_devices(const Tier& tier) {
+    return std::find(tier.dims.begin(), tier.dims.end(), whole_device_dim) != tier.dims.end();
+  }
+  /// The cache entry of `target`, its bounds dropped when what they read changed.
+  [[nodiscard]] ScanCache::Entry& bound_entry(std::size_t tier_index, const Tier& tier,
+                                              DomainId target, ScanCache& cache) const;
+  /// `entry`'s per-host bound of `target`, taken when not kept.
+  [[nodiscard]] double kept_per_host_bound(ScanCache::Entry& entry, const Tier& tier,
+                                           DomainId target, double floor, double grid) const;
+
   /// Gains of the entries [first, last) of `view` inside the target, per relaxation dim.
   void add_gain(const Tier& tier, DomainId target, const std::vector<std::size_t>& dims,
                 const WorkloadView& view, std::size_t first, std::size_t last,

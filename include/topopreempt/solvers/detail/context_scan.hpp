@@ -426,9 +426,7 @@ double PreemptionContext<Model>::index_price_bound(const Tier& tier, DomainId ta
   if constexpr (!IndexPricedModel<Model>) {
     return floor;
   } else {
-    if (std::find(tier.dims.begin(), tier.dims.end(), whole_device_dim) == tier.dims.end()) {
-      return floor;
-    }
+    if (!takes_whole_devices(tier)) return floor;
     const DomainId where = aggregate_domain(target, whole_device_dim);
     const double need =
         total_demand(tier, whole_device_dim) - free_in(state_, where, whole_device_dim);
@@ -465,8 +463,8 @@ double PreemptionContext<Model>::index_price_bound_cached(std::size_t tier_index
   if constexpr (!IndexPricedModel<Model>) {
     return floor;
   } else {
-    if (cache == nullptr ||
-        std::find(tier.dims.begin(), tier.dims.end(), whole_device_dim) == tier.dims.end()) {
+    // Without whole devices the bound is the floor: nothing worth keeping.
+    if (cache == nullptr || !takes_whole_devices(tier)) {
       return index_price_bound(tier, target, floor, grid, per_host);
     }
     ScanCache::Entry& entry = bound_entry(tier_index, tier, target, *cache);
@@ -475,8 +473,7 @@ double PreemptionContext<Model>::index_price_bound_cached(std::size_t tier_index
       entry.banded_valid = true;
     }
     if (!per_host || !per_host_bound_applies(tier, target)) return entry.banded_bound;
-    return std::max(entry.banded_bound,
-                    per_host_index_bound_cached(tier_index, tier, target, floor, grid, cache));
+    return std::max(entry.banded_bound, kept_per_host_bound(entry, tier, target, floor, grid));
   }
 }
 
@@ -486,7 +483,14 @@ double PreemptionContext<Model>::per_host_index_bound_cached(std::size_t tier_in
                                                              double floor, double grid,
                                                              ScanCache* cache) const {
   if (cache == nullptr) return per_host_index_bound(tier, target, floor, grid);
-  ScanCache::Entry& entry = bound_entry(tier_index, tier, target, *cache);
+  return kept_per_host_bound(bound_entry(tier_index, tier, target, *cache), tier, target, floor,
+                             grid);
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::kept_per_host_bound(ScanCache::Entry& entry, const Tier& tier,
+                                                     DomainId target, double floor,
+                                                     double grid) const {
   if (!entry.per_host_valid) {
     entry.per_host_bound = per_host_index_bound(tier, target, floor, grid);
     entry.per_host_valid = true;
@@ -541,7 +545,7 @@ bool PreemptionContext<Model>::grouped(const Tier& tier) const {
     return false;
   } else {
     return topology_.host_level() >= 1 && tier.target_level >= topology_.host_level() &&
-           std::find(tier.dims.begin(), tier.dims.end(), whole_device_dim) != tier.dims.end();
+           takes_whole_devices(tier);
   }
 }
 
