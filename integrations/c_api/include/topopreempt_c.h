@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * topopreempt's stable C interface (ABI version 1): a persistent cluster state that a scheduler
+ * topopreempt's stable C interface (ABI version 3): a persistent cluster state that a scheduler
  * updates by events, and preemption plans asked against it. Every engine (a Kubernetes plugin
  * through cgo, a Slurm plugin, a Python binding through ctypes) talks to topopreempt through
  * this header only. Guide: docs/c-api.md.
@@ -39,8 +39,9 @@ extern "C" {
 /* The ABI this header describes. A library answers `tp_abi_version()`; a caller built against
  * version N works with a library of version N or later (a later library accepts the older sizes
  * of the structs that grew, with defaults for the new fields). Version 2 appended
- * `tp_workload.distinct_hosts`. */
-#define TP_ABI_VERSION 2
+ * `tp_workload.distinct_hosts`; version 3 added the plan status TP_PLAN_UNKNOWN (a caller
+ * built against an older header sees an unlisted status: it must treat it as "no plan"). */
+#define TP_ABI_VERSION 3
 
 /* Symbol visibility: the shared library exports exactly these functions. */
 #if defined(_WIN32) && defined(TOPOPREEMPT_C_SHARED)
@@ -302,7 +303,8 @@ typedef struct tp_plan_options {
   int32_t solver;           /* tp_solver; default branch_and_bound */
   uint64_t node_limit;      /* branch_and_bound; 0: library default (2,000,000) */
   double time_limit_s;      /* branch_and_bound; 0: library default (10 s). A limit that is
-                               hit makes the plan depend on timing (status feasible) */
+                               hit makes the plan depend on timing (status feasible, or
+                               unknown when it stopped the search before a plan or a proof) */
   uint32_t cost_term_count; /* 1..TP_MAX_COST_TERMS; the cost is the weighted sum of the terms */
   tp_cost_term cost[TP_MAX_COST_TERMS]; /* default: one term, priority_weighted */
 } tp_plan_options;
@@ -315,14 +317,15 @@ typedef struct tp_plan tp_plan;
  * domain that did not change since (an incremental decider per question, kept across calls,
  * forgotten at seal). Every plan is checked by the library's independent verifier before it
  * is returned. On TP_OK `*plan` is a new plan (free it with tp_plan_destroy); otherwise it is
- * NULL. An infeasible question is TP_OK with status TP_PLAN_INFEASIBLE. */
+ * NULL. An infeasible question is TP_OK with status TP_PLAN_INFEASIBLE (proven); one that a
+ * limit stopped before a plan or a proof is TP_OK with status TP_PLAN_UNKNOWN. */
 TP_API tp_status tp_cluster_plan(tp_cluster* cluster, const tp_workload* preemptor,
                                  const tp_plan_options* options, tp_plan** plan);
 
 /* Applies `plan` to the cluster all or nothing: evicts and shrinks its victims and starts its
  * preemptor at its placement. TP_E_CONFLICT, nothing changed, when something the plan relies on
  * moved since it was made (the message names the domains); TP_E_STATE for a plan of another
- * cluster or of a topology since resealed; TP_E_INVALID for an infeasible plan. */
+ * cluster or of a topology since resealed; TP_E_INVALID for an infeasible or unknown plan. */
 TP_API tp_status tp_cluster_commit(tp_cluster* cluster, const tp_plan* plan);
 
 TP_API void tp_plan_destroy(tp_plan* plan);
@@ -330,8 +333,11 @@ TP_API void tp_plan_destroy(tp_plan* plan);
 typedef enum tp_plan_status {
   TP_PLAN_OPTIMAL = 0,             /* victims, proven minimum cost */
   TP_PLAN_FEASIBLE = 1,            /* victims; a limit was hit or the solver claims nothing */
-  TP_PLAN_INFEASIBLE = 2,          /* no placement even after evicting every eligible victim */
-  TP_PLAN_NO_PREEMPTION_NEEDED = 3 /* it fits as things stand (placement given) */
+  TP_PLAN_INFEASIBLE = 2,           /* proven: no placement even after evicting every eligible
+                                       victim */
+  TP_PLAN_NO_PREEMPTION_NEEDED = 3, /* it fits as things stand (placement given) */
+  TP_PLAN_UNKNOWN = 4 /* a limit stopped the search before a plan or a proof: nothing claimed,
+                         no victims, no placement (a host answers as it would without us) */
 } tp_plan_status;
 
 typedef struct tp_plan_info {

@@ -415,6 +415,9 @@ tp_status tp_plan_get_info(const tp_plan* plan, tp_plan_info* info) {
     case tp::PlanStatus::no_preemption_needed:
       out.status = TP_PLAN_NO_PREEMPTION_NEEDED;
       break;
+    case tp::PlanStatus::unknown:
+      out.status = TP_PLAN_UNKNOWN;
+      break;
   }
   out.preemptor = plan->preemptor.id.value;
   out.cost = p.cost;

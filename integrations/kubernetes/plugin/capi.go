@@ -285,7 +285,8 @@ var costModels = map[string]C.tp_cost_model{
 }
 
 var planStatus = map[C.int32_t]string{C.TP_PLAN_OPTIMAL: "optimal", C.TP_PLAN_FEASIBLE: "feasible",
-	C.TP_PLAN_INFEASIBLE: "infeasible", C.TP_PLAN_NO_PREEMPTION_NEEDED: "no_preemption_needed"}
+	C.TP_PLAN_INFEASIBLE: "infeasible", C.TP_PLAN_NO_PREEMPTION_NEEDED: "no_preemption_needed",
+	C.TP_PLAN_UNKNOWN: "unknown"}
 
 func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, solver string, cs *cstrings) (*Plan, error) {
 	var pw C.tp_workload

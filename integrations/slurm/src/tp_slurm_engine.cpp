@@ -635,6 +635,8 @@ tp_plan_kind_t tp_engine::solve_with(const Solver& solver, const Cost& cost, con
     // The model is stricter than Slurm in places (identical shares on distinct nodes), so
     // "no victim set in the model" does not prove Slurm cannot start the job: stock decides.
     why = "infeasible in the model; stock answers (cons_tres preempts only if the job then starts)";
+  } else if (plan.status == tp::PlanStatus::unknown) {
+    why = "unknown: the solver's limit stopped the search before a plan or a proof; stock answers";
   } else if (plan.status == tp::PlanStatus::no_preemption_needed) {
     why = "fits without preemption; stock answers";
   } else if (!verdict.ok) {
