@@ -122,11 +122,13 @@ if [[ "$PHASE" != run ]]; then
   rm -f "$BIN/server" # the name older builds of this stage used
   timeout 900 go test -p="$JOBS" -trimpath -buildvcs=false -c -o "$BIN/e2e.test" ./test/e2e
   ls -la "$BIN"
-  "$BIN/kube-scheduler" --version
-  "$BIN/kube-scheduler" --version | grep -qxF "Kubernetes $K8S_VERSION+topopreempt.$TP_VERSION" || {
+  # Outputs captured whole, not piped into a reader that may stop early (pipefail, SIGPIPE).
+  SCHEDULER_VERSION="$("$BIN/kube-scheduler" --version)"
+  echo "$SCHEDULER_VERSION"
+  [[ "$SCHEDULER_VERSION" == "Kubernetes $K8S_VERSION+topopreempt.$TP_VERSION" ]] || {
     echo "ERROR: kube-scheduler --version does not name $K8S_VERSION and topopreempt $TP_VERSION" >&2; exit 1; }
   "$BIN/kubectl" version --client
-  "$BIN/etcd" --version | head -1
+  "$BIN/etcd" --version
 
   section "the plugin's unit tests (model building and the C ABI through cgo) and topopreempt-whatif's"
   timeout 600 go test -p="$JOBS" -trimpath -buildvcs=false ./plugin/ ./cmd/topopreempt-whatif/
