@@ -10,7 +10,7 @@
 # than stock, or wastes an eviction, where the requirement is visible (docs/kubernetes.md).
 # Before the scenarios, the deployment manifests (integrations/kubernetes/deploy/) are applied to
 # the API server with `kubectl apply --dry-run=server`, and the built scheduler runs with exactly
-# the configuration of their ConfigMap and preempts once (about 20 s).
+# the configuration of their ConfigMap and preempts once (about 10 s).
 # Builds and runs in one checkout take a lock (build/kubernetes/.lock: exclusive to build, shared
 # to run), so that no run starts binaries that a concurrent build is replacing.
 # Needs Go >= 1.26 and the Go module proxy; uses the standard GOCACHE/GOMODCACHE, so a warm

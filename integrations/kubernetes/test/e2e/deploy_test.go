@@ -154,7 +154,7 @@ func readDeployment(file string) (*deployment, error) {
 // admission, nothing is stored), and the built kube-scheduler, run with the Deployment's
 // arguments and exactly the configuration of its ConfigMap, schedules a pod that names it and
 // preempts through TopoPreempt (not stock DefaultPreemption), on a node whose GPUs are the
-// config's extended resource. About 20 s, on a control plane of its own.
+// config's extended resource. About 10 s (7.4 s measured), on a control plane of its own.
 func TestDeployManifests(t *testing.T) {
 	if *deployManifest == "" || *binDir == "" {
 		t.Skip("needs -deploy and -bin")
