@@ -132,9 +132,12 @@ func crossCheck(t *testing.T, got *planView, pods []*corev1.Pod, group *scheduli
 	args.ExtendedResource = "topopreempt.dev/gpu"
 	zero := 0.0
 	args.Cost = []topopreempt.CostTerm{{Model: "extra", Floor: &zero}}
-	plan, victims, err := topopreempt.DecideAsPlugin(&args, in, pods, group)
+	plan, victims, pdb, err := topopreempt.DecideAsPlugin(&args, in, pods, group)
 	if err != nil {
 		t.Fatalf("the plugin's path: %v", err)
+	}
+	if got.PDB == nil || pdb.Violations != got.PDB.Violations || pdb.Proven != got.PDB.Proven || pdb.Pass != got.PDB.Pass {
+		t.Fatalf("the tool's PDB outcome %+v differs from the plugin's %+v", got.PDB, pdb)
 	}
 	var want []string
 	for _, w := range victims {
@@ -167,7 +170,8 @@ func TestPodQuestionMatchesThePlugin(t *testing.T) {
 		!slices.Equal(p.Nodes, []string{"gpu-r1-n0"}) {
 		t.Fatalf("plan %+v, want optimal cost 40: eval-3 and eval-4 on gpu-r1-n0", p)
 	}
-	if len(p.Devices) != 4 || !strings.Contains(p.Target, "gpu-r1-n0/numa0") {
+	// The target is the node: the pod's CPU, memory and pod slot come from its pool.
+	if len(p.Devices) != 4 || !strings.HasSuffix(p.Target, "gpu-r1-n0") {
 		t.Fatalf("devices %+v target %s, want 4 GPUs of NUMA 0 of gpu-r1-n0", p.Devices, p.Target)
 	}
 	for _, d := range p.Devices {
@@ -284,7 +288,8 @@ func TestTextOutputFromStdin(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"Preemptor: Pod research/finetune-0, priority 500, 1 pod(s) x 4 GPU(s), each pod inside one numa",
-		"== branch_and_bound: optimal, cost 40", "Pod batch/eval-3 on gpu-r1-n0: priority 100, 2 GPU(s), cost 20 (extra 20",
+		"== branch_and_bound: optimal, cost 40", "Pod batch/eval-3 on gpu-r1-n0: priority 100, 2 GPU(s), 8000 mCPU, cost 20 (extra 20",
+		"PodDisruptionBudgets: 0 violation(s), no plan violates fewer",
 		"research/finetune-0: gpu-r1-n0 numa0/", "Explanation:", "== greedy:", "Cost model: extra floor 0"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
