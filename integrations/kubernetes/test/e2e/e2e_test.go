@@ -224,6 +224,9 @@ func compareWithBaseline(t *testing.T, base string, results []*Result) {
 			logf("%s: no %s result here (-scale-variants): wasted evictions checked, nothing compared", id, base)
 			continue
 		}
+		if r.ReachOptimum && (!r.PreemptorRan || !r.TopologyHonoured || r.VictimCost != r.OptimumCost) {
+			t.Errorf("%s: the preemptor ran=%v at cost %g; the optimum is %g (%s)", id, r.PreemptorRan, r.VictimCost, r.OptimumCost, r.Optimum)
+		}
 		if r.PDBViolations > b.PDBViolations {
 			t.Errorf("%s: %d PDB violations, the baseline %d", id, r.PDBViolations, b.PDBViolations)
 		}

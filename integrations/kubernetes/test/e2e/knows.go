@@ -14,9 +14,18 @@ import (
 // to CI. The preemptor asks for 4 GPUs with no NUMA requirement, so the extended-resource runs
 // are compared too.
 
-// SchedulerKnowsScenarios are the issue-33 states, in the order they run.
+// SchedulerKnowsScenarios are the issue-33 states, in the order they run; TopoPreempt must reach
+// each one's optimum in both GPU modes (Scenario.ReachOptimum).
 func SchedulerKnowsScenarios() []func() *Scenario {
-	return []func() *Scenario{excludedBySelector, excludedByTaint, excludedByAffinity, cpuHeldHigh, cpuHeldLow, pdbProtected, unlabelledNode}
+	var out []func() *Scenario
+	for _, build := range []func() *Scenario{excludedBySelector, excludedByTaint, excludedByAffinity, cpuHeldHigh, cpuHeldLow, pdbProtected, unlabelledNode} {
+		out = append(out, func() *Scenario {
+			s := build()
+			s.ReachOptimum = true
+			return s
+		})
+	}
+	return out
 }
 
 // cheapRoomOnA: node a's GPUs 0-3 are one low pod of cost 5 (the cheapest room anywhere),

@@ -74,6 +74,7 @@ type Result struct {
 	WastedEvictions  int         `json:"wasted_evictions"`
 	PDBViolations    int         `json:"pdb_violations"`
 	Schedulable      bool        `json:"schedulable"`
+	ReachOptimum     bool        `json:"reach_optimum,omitempty"`
 	Optimum          string      `json:"optimum"`
 	OptimumCost      float64     `json:"optimum_cost"`
 	OptimumVictims   int         `json:"optimum_victims"`
@@ -96,7 +97,7 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	client := c.Client
 	ns := fmt.Sprintf("%s-%s-%s", s.Name, s.Mode, v.Name)
 	res := &Result{Scenario: s.Name, Mode: s.Mode, SameNUMA: s.Preemptor.SameNUMA, Title: s.Title, Scheduler: v.Name, Nodes: len(s.Nodes), FillPods: len(s.Fill),
-		Schedulable: s.Schedulable, Optimum: s.Optimum, OptimumCost: s.OptimumCost, OptimumVictims: s.OptimumVictims}
+		Schedulable: s.Schedulable, ReachOptimum: s.ReachOptimum, Optimum: s.Optimum, OptimumCost: s.OptimumCost, OptimumVictims: s.OptimumVictims}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}

@@ -68,6 +68,10 @@ type Scenario struct {
 	OwnControlPlane bool
 	// Variants names the variants that run this scenario; empty: every variant.
 	Variants []string
+	// ReachOptimum: every variant but the baseline must run the preemptor at exactly the
+	// optimum's cost (-baseline; the issue-33 states, where everything that matters is visible
+	// to TopoPreempt in both GPU modes).
+	ReachOptimum bool
 }
 
 // defaultCost prices a victim by priority (priority + 1), the way the Slurm integration's
