@@ -46,7 +46,7 @@ func cheapRoomOnA(prefix string) (*Scenario, []NodeSpec) {
 		Nodes: nodes, Fill: withDefaultCosts(fill),
 		Preemptor:   PreemptorSpec{Name: "gpu4", Priority: "preemptor", Pods: 1, GPUsPerPod: 4},
 		Schedulable: true, Optimum: "the four low pods of " + b, OptimumCost: 40, OptimumVictims: 4,
-		Watch: 20 * time.Second,
+		Watch: 15 * time.Second,
 	}, nodes
 }
 
@@ -114,7 +114,7 @@ func pdbProtected() *Scenario {
 		Nodes: nodes, Fill: withDefaultCosts(fill), PDBs: []PDBSpec{{Name: "serving", Selector: map[string]string{"app": "serving"}}},
 		Preemptor:   PreemptorSpec{Name: "gpu4", Priority: "preemptor", Pods: 1, GPUsPerPod: 4},
 		Schedulable: true, Optimum: "the unprotected pod of " + b + " (no PDB violated)", OptimumCost: 10, OptimumVictims: 1,
-		Watch: 20 * time.Second,
+		Watch: 15 * time.Second,
 	}
 }
 
@@ -138,6 +138,6 @@ func unlabelledNode() *Scenario {
 		Nodes: nodes, Fill: withDefaultCosts(fill),
 		Preemptor:   PreemptorSpec{Name: "gpu4", Priority: "preemptor", Pods: 1, GPUsPerPod: 4},
 		Schedulable: true, Optimum: "the mid pod of " + a, OptimumCost: 4, OptimumVictims: 1,
-		Watch: 20 * time.Second,
+		Watch: 15 * time.Second,
 	}
 }
