@@ -151,7 +151,7 @@ func (m *mirror) topologyKey(args *Args, in *Inputs) string {
 // builder returns a builder over `in` that reuses the mirror's topology.
 func (m *mirror) builder(args *Args, in *Inputs) *builder {
 	b := &builder{args: args, in: in, devices: m.devices, nodeDevs: m.nodeDevs, levelOf: m.levelOf, extMode: m.ext,
-		nodeCap: m.nodeCap, gpuNodes: m.gpuNodes, unlabelled: m.unlabelled}
+		nodeCap: m.nodeCap, gpuNodes: m.gpuNodes, unlabelled: m.unlabelled, pending: map[string]string{}}
 	b.m.Levels = m.levels
 	b.indexClaims()
 	return b
@@ -163,7 +163,8 @@ type nodeState struct {
 	pods     map[types.UID]string // every pod on the node: its resourceVersion
 	claims   []claimStamp         // the ResourceClaims those pods use
 	volatile bool                 // derive again at the next sync whatever the stamps say
-	held     []*heldPod           // its pods holding devices, in the builder's order
+	held     []*heldPod           // its pods, in the builder's order
+	pending  string               // why its devices are not known yet ("" known; see nodeHeld)
 }
 
 // objectStamp identifies one version of an API object.
@@ -231,11 +232,11 @@ func unchanged(old *nodeState, in *Inputs, n string, b *builder) bool {
 
 // derive builds node n's state from `in`.
 func derive(b *builder, in *Inputs, n string, skip map[types.UID]bool) (*nodeState, error) {
-	held, skipped, err := b.nodeHeld(n, skip)
+	held, skipped, pending, err := b.nodeHeld(n, skip)
 	if err != nil {
 		return nil, err
 	}
-	st := &nodeState{held: held, volatile: skipped || b.args.usesLostWork(), pods: make(map[types.UID]string, len(in.Pods[n]))}
+	st := &nodeState{held: held, pending: pending, volatile: skipped || b.args.usesLostWork(), pods: make(map[types.UID]string, len(in.Pods[n]))}
 	for _, p := range in.Pods[n] {
 		_, dup := st.pods[p.UID]
 		st.volatile = st.volatile || p.ResourceVersion == "" || dup
@@ -245,7 +246,10 @@ func derive(b *builder, in *Inputs, n string, skip map[types.UID]bool) (*nodeSta
 		}
 		claims, err := b.podClaims(p)
 		if err != nil {
-			return nil, err
+			// A claim not created yet (the node's devices are pending, see nodeHeld): derive
+			// the node again at the next sync, when it may exist.
+			st.volatile = true
+			continue
 		}
 		for _, c := range claims {
 			s, ok := stampOf(c.UID, c.ResourceVersion)
@@ -631,6 +635,11 @@ func (m *mirror) decide(args *Args, in *Inputs, pods []*corev1.Pod, group *sched
 		m.preemptorIDs[pre.Key] = id
 	}
 	pre.ID = id
+	for n, st := range m.nodes {
+		if st.pending != "" {
+			b.pending[n] = st.pending
+		}
+	}
 	d := &decision{synced: synced, ineligible: b.ineligible(pods)}
 	if err := m.block(d.ineligible); err != nil {
 		m.reset() // a fresh cluster is the safe answer to a C error

@@ -3,6 +3,7 @@
 package topopreempt
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -181,13 +182,15 @@ type builder struct {
 	nodeCap    map[string]Pooled
 	gpuNodes   map[string]bool
 	unlabelled map[string][]string
+	// pending are the nodes whose devices are not known yet (see nodeHeld), with the reason.
+	pending map[string]string
 }
 
 // newBuilder is a builder with empty topology maps.
 func newBuilder(args *Args, in *Inputs, extMode bool) *builder {
 	return &builder{args: args, in: in, devices: map[deviceKey]Entry{}, nodeDevs: map[string][]string{},
 		levelOf: map[string]string{}, extMode: extMode, nodeCap: map[string]Pooled{}, gpuNodes: map[string]bool{},
-		unlabelled: map[string][]string{}}
+		unlabelled: map[string][]string{}, pending: map[string]string{}}
 }
 
 // BuildModel turns the scheduler's view into a Model for preemptor `pods` (one pod, or the
@@ -604,9 +607,12 @@ func (b *builder) running(preemptors []*corev1.Pod) error {
 	sort.Strings(nodeNames)
 	var all []*heldPod
 	for _, n := range nodeNames {
-		held, _, err := b.nodeHeld(n, skip)
+		held, _, pending, err := b.nodeHeld(n, skip)
 		if err != nil {
 			return err
+		}
+		if pending != "" {
+			b.pending[n] = pending
 		}
 		all = append(all, held...)
 	}
@@ -646,7 +652,13 @@ type heldPod struct {
 // builder's order (namespace, name), the pods in `skip` excepted; skipped says whether one was
 // on the node. Pods that request more of a pooled dimension than the node's allocatable make
 // the question inexpressible (the scheduler never admits that; a pod bound by nodeName can).
-func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, skipped bool, err error) {
+//
+// A bound pod whose ResourceClaim is not allocated yet (the scheduler binds while the
+// allocation is still being written), or not yet created, holds devices the model cannot know:
+// its pod holds its pooled requests, and `pending` says why the node's devices are not known,
+// which makes the node ineligible for the question (see ineligible) instead of the whole
+// question inexpressible.
+func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, skipped bool, pending string, err error) {
 	pods := append([]*corev1.Pod(nil), b.in.Pods[n]...)
 	sort.Slice(pods, func(i, j int) bool {
 		if pods[i].Namespace != pods[j].Namespace {
@@ -665,18 +677,25 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 		var entries []Entry
 		var held1 []*resourcev1.ResourceClaim
 		claims, err := b.podClaims(p)
-		if err != nil {
-			return nil, false, err
+		var u *Unsupported
+		if errors.As(err, &u) {
+			if !b.extMode {
+				pending = u.Reason
+			}
+			claims = nil
+		} else if err != nil {
+			return nil, false, "", err
 		}
 		for _, c := range claims {
 			if b.extMode {
 				break
 			}
 			if c.Status.Allocation == nil {
-				return nil, false, unsupported("bound pod %s/%s: ResourceClaim %s not allocated", p.Namespace, p.Name, c.Name)
+				pending = fmt.Sprintf("bound pod %s/%s: ResourceClaim %s not allocated yet", p.Namespace, p.Name, c.Name)
+				continue
 			}
 			if len(c.Status.ReservedFor) > 1 {
-				return nil, false, unsupported("ResourceClaim %s/%s is shared by %d pods", c.Namespace, c.Name, len(c.Status.ReservedFor))
+				return nil, false, "", unsupported("ResourceClaim %s/%s is shared by %d pods", c.Namespace, c.Name, len(c.Status.ReservedFor))
 			}
 			for _, r := range c.Status.Allocation.Devices.Results {
 				if !b.args.driverWanted(r.Driver) {
@@ -684,7 +703,7 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 				}
 				e, ok := b.devices[deviceKey{r.Driver, r.Pool, r.Device}]
 				if !ok {
-					return nil, false, unsupported("ResourceClaim %s/%s holds device %s/%s/%s that no ResourceSlice publishes", c.Namespace, c.Name, r.Driver, r.Pool, r.Device)
+					return nil, false, "", unsupported("ResourceClaim %s/%s holds device %s/%s/%s that no ResourceSlice publishes", c.Namespace, c.Name, r.Driver, r.Pool, r.Device)
 				}
 				entries = append(entries, e)
 			}
@@ -693,7 +712,7 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 		if b.extMode {
 			for k := int64(0); k < extRequest(p, b.args.ExtendedResource); k++ {
 				if nextExt >= len(b.nodeDevs[n]) {
-					return nil, false, unsupported("node %s: pods request more %s than it has", n, b.args.ExtendedResource)
+					return nil, false, "", unsupported("node %s: pods request more %s than it has", n, b.args.ExtendedResource)
 				}
 				// Which device a device plugin gave is invisible here; any assignment is
 				// equivalent because all devices of the node share one unknown domain.
@@ -705,17 +724,17 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 		demand, _ := podRequests(p)
 		for d, v := range demand {
 			if v < 0 {
-				return nil, false, fmt.Errorf("pod %s/%s: negative request of %s", p.Namespace, p.Name, PooledNames[d])
+				return nil, false, "", fmt.Errorf("pod %s/%s: negative request of %s", p.Namespace, p.Name, PooledNames[d])
 			}
 			total[d] += v
 			if total[d] > b.nodeCap[n][d] {
-				return nil, false, unsupported("node %s: its pods request more %s than its allocatable %d (pod %s/%s)", n, PooledNames[d], b.nodeCap[n][d], p.Namespace, p.Name)
+				return nil, false, "", unsupported("node %s: its pods request more %s than its allocatable %d (pod %s/%s)", n, PooledNames[d], b.nodeCap[n][d], p.Namespace, p.Name)
 			}
 		}
 		entries = append(entries, Entry{Host: n, Amounts: demand})
 		cost, err := costInputs(p, b.in.Now, timed)
 		if err != nil {
-			return nil, false, err
+			return nil, false, "", err
 		}
 		h := &heldPod{pod: p, devices: devices, demand: demand, entries: entries, claims: held1, cost: cost}
 		if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
@@ -723,7 +742,7 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 		}
 		held = append(held, h)
 	}
-	return held, skipped, nil
+	return held, skipped, pending, nil
 }
 
 // workloads groups held pods (in the builder's order, every member of each PodGroup they name
