@@ -81,7 +81,7 @@ type victimView struct {
 	Nodes     []string `json:"nodes"`
 	Priority  int32    `json:"priority"`
 	GPUs      int      `json:"gpus"`
-	CPUMilli  int64    `json:"cpuMilli"` // per pod
+	CPUMilli  int64    `json:"cpuMilli"` // per pod (GPUs: over all its pods)
 	Protected bool     `json:"pdbProtected,omitempty"`
 	Cost      float64  `json:"cost"` // its share of the plan's cost
 	Extra     float64  `json:"extraCost"`
@@ -147,7 +147,7 @@ func (a *answer) add(solver string, m *topopreempt.Model, plan *topopreempt.Plan
 			v.Error = fmt.Sprintf("the plan names unknown workload %d", id)
 			break
 		}
-		vv := victimView{Kind: "Pod", Name: w.Name, Priority: w.Priority, GPUs: int(w.WholeDevices), CPUMilli: w.Demand[0],
+		vv := victimView{Kind: "Pod", Name: w.Name, Priority: w.Priority, GPUs: int(w.WholeDevices * w.Replicas), CPUMilli: w.Demand[0],
 			Protected: w.Protected, Cost: plan.VictimCosts[i],
 			Extra: w.Extra, SinceCkpt: w.SinceCkpt, ModelGiB: w.ModelGiB, ModelID: w.ModelID, Reason: plan.VictimWhy[i]}
 		if strings.HasPrefix(w.Key, "podgroup/") {
