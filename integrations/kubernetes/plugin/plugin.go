@@ -266,6 +266,41 @@ func planUsable(d *decision) string {
 	return ""
 }
 
+// simulateGang checks a gang's plan before any eviction, as the stock workload-aware
+// preemption does: the victims removed from the scheduler's snapshot (a mutation session,
+// undone after), then the PodGroup scheduling algorithm run for the gang. With DRA it is not
+// run: DynamicResources never frees the victims' devices, so the algorithm would refuse every
+// plan; the gang's eligibility is then the spec-only filters and the model's.
+func (pl *Plugin) simulateGang(ctx context.Context, pod *corev1.Pod, victims []*Workload, fn fwk.PodGroupSchedulingFunc) (err error) {
+	if !wantsExtended(&pl.args, pod) || fn == nil {
+		return nil
+	}
+	mutable := pl.fh.MutableSnapshotSharedLister()
+	if mutable == nil {
+		return nil
+	}
+	if err := mutable.StartMutations(); err != nil {
+		return fmt.Errorf("the gang simulation: %w", err)
+	}
+	defer func() {
+		if end := mutable.EndMutations(); end != nil && err == nil {
+			err = fmt.Errorf("the gang simulation: %w", end)
+		}
+	}()
+	logger := klog.FromContext(ctx)
+	for _, w := range victims {
+		for _, v := range w.Pods {
+			if err := mutable.RemovePod(logger, v, v.Spec.NodeName); err != nil {
+				return fmt.Errorf("the gang simulation: removing victim %s/%s: %w", v.Namespace, v.Name, err)
+			}
+		}
+	}
+	if _, st := fn(ctx); !st.IsSuccess() {
+		return fmt.Errorf("the gang simulation refuses the plan: %s %s: %s", st.Plugin(), st.Code(), st.Message())
+	}
+	return nil
+}
+
 // simulate checks the plan on the scheduler's own view before any eviction, as
 // DefaultPreemption's SelectVictimsOnNode does: the victims removed from a copy of the node's
 // NodeInfo (and, through the PreFilter extensions, from the cycle state, also for gang
@@ -394,6 +429,10 @@ func (pl *Plugin) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycl
 	plan := d.plan
 	if plan.Status == "infeasible" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "topopreempt: no topology-valid placement for the gang even after preemption")
+	}
+	if err := pl.simulateGang(ctx, pods[0], d.victims, fn); err != nil {
+		logger.Info("topopreempt: falling back to stock PodGroupPostFilter", "group", pgInfo.GetKey(), "reason", err.Error())
+		return pl.stock.PodGroupPostFilter(ctx, state, pgInfo, fn)
 	}
 	byName := map[string]*corev1.Pod{}
 	for _, p := range pods {
