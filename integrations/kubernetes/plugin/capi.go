@@ -18,6 +18,9 @@ import (
 	"runtime"
 	"strings"
 	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 )
 
 // Plan is what the library decided, in Go data.
@@ -107,6 +110,40 @@ func SolveWith(m *Model, opts *Args, solver string) (plan *Plan, err error) {
 	return cl.planWith(&m.Preemptor, opts, solver)
 }
 
+// SolvePDBFirst answers the model's question in the PDB-first order (pdb.go) with a solver:
+// the plugin's answer for a BuildModel model. pdbs are the PodDisruptionBudgets the model's
+// Protected flags were derived from.
+func SolvePDBFirst(m *Model, pdbs []*policyv1.PodDisruptionBudget, opts *Args, solver string) (*Plan, PDBOutcome, error) {
+	protectedCount := 0
+	for i := range m.Workloads {
+		if m.Workloads[i].Protected {
+			protectedCount++
+		}
+	}
+	return pdbFirst(pdbs, protectedCount, func(allow bool) (*Plan, []*corev1.Pod, error) {
+		pass := *m
+		pass.Workloads = append([]Workload(nil), m.Workloads...)
+		for i := range pass.Workloads {
+			w := &pass.Workloads[i]
+			if w.Protected && !allow {
+				w.Preemptible = false
+			}
+		}
+		plan, err := SolveWith(&pass, opts, solver)
+		if err != nil {
+			return nil, nil, err
+		}
+		var pods []*corev1.Pod
+		for _, id := range plan.Victims {
+			if id == 0 || id > uint64(len(m.Workloads)) {
+				return nil, nil, fmt.Errorf("the plan names unknown workload %d", id)
+			}
+			pods = append(pods, m.Workloads[id-1].Pods...)
+		}
+		return plan, pods, nil
+	})
+}
+
 // cluster is one C-ABI cluster handle. The C ABI allows one thread at a time on a handle; the
 // caller serialises (the mirror holds its mutex), and every call pins its goroutine to its OS
 // thread for the duration, so a handle is never used by two threads at once.
@@ -141,9 +178,15 @@ func newCluster(levelNames []string, domains []Domain) (c *cluster, err error) {
 	for i, l := range levelNames {
 		levels[i] = cs.str(l)
 	}
-	res := (*C.tp_resource)(cs.alloc(unsafe.Sizeof(C.tp_resource{})))
-	res.name = cs.str("gpu_milli")
-	res.kind = C.TP_RESOURCE_DEVICE
+	// gpu_milli on the devices, then the node's pooled dimensions (PooledNames).
+	resources := unsafe.Slice((*C.tp_resource)(cs.alloc(unsafe.Sizeof(C.tp_resource{})*(1+numPooled))), 1+numPooled)
+	resources[0].name = cs.str("gpu_milli")
+	resources[0].kind = C.TP_RESOURCE_DEVICE
+	for d, name := range PooledNames {
+		resources[1+d].name = cs.str(name)
+		resources[1+d].kind = C.TP_RESOURCE_POOLED
+	}
+	res := &resources[0]
 	var schema C.tp_schema
 	C.tp_schema_init(&schema)
 	schema.levels = (**C.char)(unsafe.Pointer(levels))
@@ -151,18 +194,22 @@ func newCluster(levelNames []string, domains []Domain) (c *cluster, err error) {
 	schema.device_level = cs.str(levelDevice)
 	schema.host_level = cs.str(levelNode)
 	schema.resources = res
-	schema.resource_count = 1
+	schema.resource_count = C.size_t(len(resources))
 	if err := check(cl, C.tp_cluster_define(cl, &schema), "define"); err != nil {
 		return nil, err
 	}
 	gpu := (*C.tp_amount)(cs.alloc(unsafe.Sizeof(C.tp_amount{})))
 	gpu.resource = res.name
 	gpu.amount = 1000
+	pooled := unsafe.Slice((*C.tp_amount)(cs.alloc(unsafe.Sizeof(C.tp_amount{})*numPooled)), numPooled)
 	for _, d := range domains {
 		var capacity *C.tp_amount
 		n := C.size_t(0)
 		if d.Level == levelDevice {
 			capacity, n = gpu, 1
+		} else if !d.Capacity.isZero() {
+			n = C.size_t(pooledAmounts(pooled, d.Capacity, resources[1:]))
+			capacity = &pooled[0]
 		}
 		p, l := C.CString(d.Path), C.CString(d.Level)
 		st := C.tp_cluster_add_domain(cl, p, l, capacity, n)
@@ -230,6 +277,37 @@ func atCBoundary[T any](f func() (T, error)) (out T, err error) {
 	return f()
 }
 
+// pooledAmounts writes p's non-zero amounts into out (named as in the schema's pooled
+// resources) and returns how many.
+func pooledAmounts(out []C.tp_amount, p Pooled, names []C.tp_resource) int {
+	k := 0
+	for d, v := range p {
+		if v != 0 {
+			out[k].resource = names[d].name
+			out[k].amount = C.int64_t(v)
+			k++
+		}
+	}
+	return k
+}
+
+// pooledC is p's non-zero amounts as a C array (strings and memory in cs).
+func pooledC(p Pooled, cs *cstrings) (*C.tp_amount, C.size_t) {
+	if p.isZero() {
+		return nil, 0
+	}
+	out := unsafe.Slice((*C.tp_amount)(cs.alloc(unsafe.Sizeof(C.tp_amount{})*numPooled)), numPooled)
+	k := 0
+	for d, v := range p {
+		if v != 0 {
+			out[k].resource = cs.str(PooledNames[d])
+			out[k].amount = C.int64_t(v)
+			k++
+		}
+	}
+	return &out[0], C.size_t(k)
+}
+
 // fillWorkload copies w into a tp_workload; strings go to cs.
 func fillWorkload(cw *C.tp_workload, w *Workload, cs *cstrings) {
 	C.tp_workload_init(cw)
@@ -242,6 +320,7 @@ func fillWorkload(cw *C.tp_workload, w *Workload, cs *cstrings) {
 	}
 	cw.replicas = C.int32_t(w.Replicas)
 	cw.whole_devices = C.int32_t(w.WholeDevices)
+	cw.demand, cw.demand_count = pooledC(w.Demand, cs)
 	if w.ReplicaScope != "" {
 		cw.replica_scope.mode = C.TP_SCOPE_GUARANTEED
 		cw.replica_scope.level = cs.str(w.ReplicaScope)
@@ -270,6 +349,7 @@ func startWorkload(cl *C.tp_cluster, w *Workload) error {
 		entries[i].replica = C.uint32_t(e.Replica)
 		entries[i].host = cs.str(e.Host)
 		entries[i].path = cs.str(e.Path)
+		entries[i].amounts, entries[i].amount_count = pooledC(e.Amounts, &cs)
 	}
 	var first *C.tp_placement_entry
 	if n > 0 {
@@ -287,6 +367,15 @@ var costModels = map[string]C.tp_cost_model{
 var planStatus = map[C.int32_t]string{C.TP_PLAN_OPTIMAL: "optimal", C.TP_PLAN_FEASIBLE: "feasible",
 	C.TP_PLAN_INFEASIBLE: "infeasible", C.TP_PLAN_NO_PREEMPTION_NEEDED: "no_preemption_needed",
 	C.TP_PLAN_UNKNOWN: "unknown"}
+
+// statusName is the plan status's name; a status this build does not know (a later C ABI may
+// append one) is named by its number, and every caller falls back on a name it does not know.
+func statusName(st C.int32_t) string {
+	if name, ok := planStatus[st]; ok {
+		return name
+	}
+	return fmt.Sprintf("status %d", int32(st))
+}
 
 // planOptions are the C ABI's plan options for the args and a solver by name ("" the
 // library's default).
@@ -343,7 +432,7 @@ func readPlan(p *C.tp_plan, replicas int32) (*Plan, error) {
 	if st := C.tp_plan_get_info(p, &info); st != C.TP_OK {
 		return nil, fmt.Errorf("plan info: %s", C.GoString(C.tp_status_name(st)))
 	}
-	out := &Plan{Status: planStatus[info.status], Cost: float64(info.cost), Target: C.GoString(info.target),
+	out := &Plan{Status: statusName(info.status), Cost: float64(info.cost), Target: C.GoString(info.target),
 		Explanation: C.GoString(info.explanation), Seconds: float64(info.seconds),
 		Solver: C.GoString(info.solver), LowerBound: float64(info.lower_bound)}
 	var victims *C.tp_victim

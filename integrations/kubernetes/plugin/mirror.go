@@ -46,10 +46,20 @@ type mirror struct {
 	levelOf  map[string]string
 	devices  map[deviceKey]Entry
 	nodeDevs map[string][]string
+	// nodeCap, gpuNodes, unlabelled: the builder's, from the topology (see builder).
+	nodeCap    map[string]Pooled
+	gpuNodes   map[string]bool
+	unlabelled map[string][]string
 
-	running map[string]*Workload // by Key: exactly what cl holds
-	byID    map[uint64]*Workload
-	nextID  uint64
+	running map[string]*Workload // by Key: exactly what cl holds (all preemptible; see protectedNow)
+	// What the last question added on top of the view: a blocker on each node the preemptor
+	// could not use (by node: its id and reason), and the running workloads the C cluster
+	// holds as not preemptible because of a PDB (by key). The next question changes only the
+	// difference; a sync that finishes a workload forgets its protection.
+	blockers     map[string]blockerState
+	protectedNow map[string]bool
+	byID         map[uint64]*Workload
+	nextID       uint64
 	// preemptorIDs keeps a pending preemptor's id across its questions (the C ABI reuses an
 	// incremental decider for a repeated question); bounded by clearing.
 	preemptorIDs map[string]uint64
@@ -70,6 +80,12 @@ const maxPreemptorIDs = 4096
 
 func newMirror(ext bool) *mirror { return &mirror{ext: ext} }
 
+// blockerState is one started blocker.
+type blockerState struct {
+	id     uint64
+	reason string
+}
+
 // reset drops the C cluster; the next sync rebuilds it from scratch.
 func (m *mirror) reset() {
 	m.cl.destroy()
@@ -77,6 +93,7 @@ func (m *mirror) reset() {
 	m.topoKey = ""
 	m.running, m.byID = nil, nil
 	m.nodes, m.podNode, m.groups = nil, nil, nil
+	m.blockers, m.protectedNow = nil, nil
 }
 
 // close frees the C cluster.
@@ -98,8 +115,13 @@ func (m *mirror) topologyKey(args *Args, in *Inputs) string {
 		sb.WriteString(n.Name)
 		for _, k := range args.TopologyKeys {
 			sb.WriteByte(0)
-			sb.WriteString(n.Labels[k])
+			if v, ok := n.Labels[k]; ok {
+				sb.WriteByte(1) // "no label" and an empty value are both a domain of its own
+				sb.WriteString(v)
+			}
 		}
+		a := n.Status.Allocatable
+		fmt.Fprintf(&sb, "\x00%d\x00%d\x00%d", a.Cpu().MilliValue(), a.Memory().Value(), a.Pods().Value())
 		if m.ext {
 			q := n.Status.Allocatable[corev1.ResourceName(args.ExtendedResource)]
 			sb.WriteByte(0)
@@ -128,7 +150,8 @@ func (m *mirror) topologyKey(args *Args, in *Inputs) string {
 
 // builder returns a builder over `in` that reuses the mirror's topology.
 func (m *mirror) builder(args *Args, in *Inputs) *builder {
-	b := &builder{args: args, in: in, devices: m.devices, nodeDevs: m.nodeDevs, levelOf: m.levelOf, extMode: m.ext}
+	b := &builder{args: args, in: in, devices: m.devices, nodeDevs: m.nodeDevs, levelOf: m.levelOf, extMode: m.ext,
+		nodeCap: m.nodeCap, gpuNodes: m.gpuNodes, unlabelled: m.unlabelled, pending: map[string]string{}}
 	b.m.Levels = m.levels
 	b.indexClaims()
 	return b
@@ -140,7 +163,8 @@ type nodeState struct {
 	pods     map[types.UID]string // every pod on the node: its resourceVersion
 	claims   []claimStamp         // the ResourceClaims those pods use
 	volatile bool                 // derive again at the next sync whatever the stamps say
-	held     []*heldPod           // its pods holding devices, in the builder's order
+	held     []*heldPod           // its pods, in the builder's order
+	pending  string               // why its devices are not known yet ("" known; see nodeHeld)
 }
 
 // objectStamp identifies one version of an API object.
@@ -208,11 +232,11 @@ func unchanged(old *nodeState, in *Inputs, n string, b *builder) bool {
 
 // derive builds node n's state from `in`.
 func derive(b *builder, in *Inputs, n string, skip map[types.UID]bool) (*nodeState, error) {
-	held, skipped, err := b.nodeHeld(n, skip)
+	held, skipped, pending, err := b.nodeHeld(n, skip)
 	if err != nil {
 		return nil, err
 	}
-	st := &nodeState{held: held, volatile: skipped || b.args.usesLostWork(), pods: make(map[types.UID]string, len(in.Pods[n]))}
+	st := &nodeState{held: held, pending: pending, volatile: skipped || b.args.usesLostWork(), pods: make(map[types.UID]string, len(in.Pods[n]))}
 	for _, p := range in.Pods[n] {
 		_, dup := st.pods[p.UID]
 		st.volatile = st.volatile || p.ResourceVersion == "" || dup
@@ -222,7 +246,10 @@ func derive(b *builder, in *Inputs, n string, skip map[types.UID]bool) (*nodeSta
 		}
 		claims, err := b.podClaims(p)
 		if err != nil {
-			return nil, err
+			// A claim not created yet (the node's devices are pending, see nodeHeld): derive
+			// the node again at the next sync, when it may exist.
+			st.volatile = true
+			continue
 		}
 		for _, c := range claims {
 			s, ok := stampOf(c.UID, c.ResourceVersion)
@@ -251,8 +278,7 @@ func (m *mirror) sync(args *Args, in *Inputs, skip []*corev1.Pod) error {
 	key := m.topologyKey(args, in)
 	if m.cl == nil || key != m.topoKey {
 		m.reset()
-		b := &builder{args: args, in: in, devices: map[deviceKey]Entry{}, nodeDevs: map[string][]string{},
-			levelOf: map[string]string{}, extMode: m.ext}
+		b := newBuilder(args, in, m.ext)
 		if err := b.topology(); err != nil {
 			return err
 		}
@@ -262,6 +288,8 @@ func (m *mirror) sync(args *Args, in *Inputs, skip []*corev1.Pod) error {
 		}
 		m.cl, m.topoKey = cl, key
 		m.levels, m.levelOf, m.devices, m.nodeDevs = b.m.Levels, b.levelOf, b.devices, b.nodeDevs
+		m.nodeCap, m.gpuNodes, m.unlabelled = b.nodeCap, b.gpuNodes, b.unlabelled
+		m.blockers, m.protectedNow = map[string]blockerState{}, map[string]bool{}
 		m.running, m.byID = map[string]*Workload{}, map[uint64]*Workload{}
 		m.nodes, m.podNode, m.groups = map[string]*nodeState{}, map[types.UID]string{}, map[string]*groupState{}
 		// Ids from 1 in the builder's order, as a one-off model (BuildModel) numbers them.
@@ -427,6 +455,7 @@ func (m *mirror) sync(args *Args, in *Inputs, skip []*corev1.Pod) error {
 		}
 		delete(m.running, cur.Key)
 		delete(m.byID, cur.ID)
+		delete(m.protectedNow, cur.Key)
 		m.finishes++
 	}
 	for i := range ws { // in the builder's (sorted) order: ids are deterministic
@@ -490,7 +519,7 @@ func sameWorkload(a, b *Workload) bool {
 	if a.Name != b.Name || a.Priority != b.Priority || a.Preemptible != b.Preemptible || a.Replicas != b.Replicas ||
 		a.WholeDevices != b.WholeDevices || a.ReplicaScope != b.ReplicaScope || a.GangScope != b.GangScope ||
 		a.StartTime != b.StartTime || a.SinceCkpt != b.SinceCkpt || a.ModelID != b.ModelID ||
-		a.ModelGiB != b.ModelGiB || a.Extra != b.Extra || len(a.Entries) != len(b.Entries) {
+		a.ModelGiB != b.ModelGiB || a.Extra != b.Extra || a.Demand != b.Demand || len(a.Entries) != len(b.Entries) {
 		return false
 	}
 	for i := range a.Entries {
@@ -503,9 +532,75 @@ func sameWorkload(a, b *Workload) bool {
 
 // decision is a plan with the workloads it names, resolved while the mirror was locked.
 type decision struct {
-	plan    *Plan
-	victims []*Workload
-	synced  string // what the sync did, for the log: "rebuilt, +starts -finishes, n nodes derived"
+	plan       *Plan
+	victims    []*Workload
+	pdb        PDBOutcome
+	ineligible map[string]string // the GPU nodes the preemptor may not use, with the reason
+	synced     string            // what the sync did, for the log: "rebuilt, +starts -finishes, n nodes derived"
+}
+
+// block makes the C cluster hold a blocker on exactly the nodes of `ineligible`.
+func (m *mirror) block(ineligible map[string]string) error {
+	for _, n := range sortedNodes(m.blockers) {
+		if reason, still := ineligible[n]; still && reason == m.blockers[n].reason {
+			continue
+		}
+		if err := m.cl.finish(m.blockers[n].id, "blocker "+n); err != nil {
+			return err
+		}
+		delete(m.blockers, n)
+	}
+	for _, n := range sortedNodes(ineligible) {
+		if _, ok := m.blockers[n]; ok {
+			continue
+		}
+		w := blocker(n, ineligible[n])
+		m.nextID++
+		w.ID = m.nextID
+		if err := m.cl.start(&w); err != nil {
+			return err
+		}
+		m.blockers[n] = blockerState{id: w.ID, reason: ineligible[n]}
+	}
+	return nil
+}
+
+// protect makes the C cluster hold exactly the workloads of `keys` as not preemptible (and
+// every other running workload as preemptible), restarting only those that change.
+func (m *mirror) protect(keys map[string]bool) error {
+	restart := func(w *Workload, preemptible bool) error {
+		if err := m.cl.finish(w.ID, w.Name); err != nil {
+			return err
+		}
+		c := *w
+		c.Preemptible = preemptible
+		return m.cl.start(&c)
+	}
+	for _, k := range sortedKeys(m.protectedNow) {
+		if keys[k] {
+			continue
+		}
+		if w, ok := m.running[k]; ok {
+			if err := restart(w, true); err != nil {
+				return err
+			}
+		}
+		delete(m.protectedNow, k)
+	}
+	for _, k := range sortedKeys(keys) {
+		if m.protectedNow[k] {
+			continue
+		}
+		w, ok := m.running[k]
+		if !ok {
+			continue
+		}
+		if err := restart(w, false); err != nil {
+			return err
+		}
+		m.protectedNow[k] = true
+	}
+	return nil
 }
 
 // decide syncs the mirror to `in` and asks for a plan for the preemptor `pods` (one pod, or
@@ -540,18 +635,53 @@ func (m *mirror) decide(args *Args, in *Inputs, pods []*corev1.Pod, group *sched
 		m.preemptorIDs[pre.Key] = id
 	}
 	pre.ID = id
-	plan, err := m.cl.plan(&pre, args)
+	for n, st := range m.nodes {
+		if st.pending != "" {
+			b.pending[n] = st.pending
+		}
+	}
+	d := &decision{synced: synced, ineligible: b.ineligible(pods)}
+	if err := m.block(d.ineligible); err != nil {
+		m.reset() // a fresh cluster is the safe answer to a C error
+		return nil, err
+	}
+	protectedKeys := map[string]bool{}
+	if len(in.PDBs) > 0 {
+		for k, w := range m.running {
+			if protected(in.PDBs, w.Pods) {
+				protectedKeys[k] = true
+			}
+		}
+	}
+	var victims []*Workload
+	plan, outcome, err := pdbFirst(in.PDBs, len(protectedKeys), func(allow bool) (*Plan, []*corev1.Pod, error) {
+		keys := protectedKeys
+		if allow {
+			keys = nil
+		}
+		if err := m.protect(keys); err != nil {
+			return nil, nil, err
+		}
+		plan, err := m.cl.plan(&pre, args)
+		if err != nil {
+			return nil, nil, err
+		}
+		victims = victims[:0]
+		var pods []*corev1.Pod
+		for _, v := range plan.Victims {
+			w, ok := m.byID[v]
+			if !ok {
+				return nil, nil, fmt.Errorf("topopreempt: the plan names unknown workload %d", v)
+			}
+			victims = append(victims, w)
+			pods = append(pods, w.Pods...)
+		}
+		return plan, pods, nil
+	})
 	if err != nil {
 		m.reset() // the cluster may be fine, but a fresh one is the safe answer to a C error
 		return nil, err
 	}
-	d := &decision{plan: plan, synced: synced}
-	for _, v := range plan.Victims {
-		w, ok := m.byID[v]
-		if !ok {
-			return nil, fmt.Errorf("topopreempt: the plan names unknown workload %d", v)
-		}
-		d.victims = append(d.victims, w)
-	}
+	d.plan, d.pdb, d.victims = plan, outcome, victims
 	return d, nil
 }

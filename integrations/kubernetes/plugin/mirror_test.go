@@ -62,8 +62,8 @@ func TestMirrorFollowsChangesIncrementally(t *testing.T) {
 	if d.plan.Cost != want.Cost || d.plan.Status != want.Status || fmt.Sprint(d.plan.Victims) != fmt.Sprint(want.Victims) {
 		t.Fatalf("mirror plan %+v, fresh plan %+v", d.plan, want)
 	}
-	if m.rebuilds != 1 || m.starts != 240 || m.finishes != 0 {
-		t.Fatalf("first sync: %d rebuilds, %d starts, %d finishes; want 1, 240 (the GPU pods), 0", m.rebuilds, m.starts, m.finishes)
+	if m.rebuilds != 1 || m.starts != 400 || m.finishes != 0 {
+		t.Fatalf("first sync: %d rebuilds, %d starts, %d finishes; want 1, 400 (every pod, with or without GPUs), 0", m.rebuilds, m.starts, m.finishes)
 	}
 	victims := podNames(d)
 
@@ -312,9 +312,10 @@ func TestMirrorDerivesOnlyChangedNodes(t *testing.T) {
 	}
 	step("a claim changed", 1, 1, 1)
 
-	// A node's pods gone: its six GPU workloads finish (nothing left to derive).
+	// A node's pods gone: its ten workloads (six with GPUs, four CPU-only) finish (nothing
+	// left to derive).
 	delete(s.in.Pods, "kwok-0011")
-	step("a node's pods gone", 0, 0, 6)
+	step("a node's pods gone", 0, 0, 10)
 }
 
 // A disruptionMode=All PodGroup spanning nodes is one workload: a change on one of its nodes

@@ -3,6 +3,7 @@
 package topopreempt
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -10,9 +11,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Standard DRA device attributes that place a device inside its node.
@@ -50,12 +53,46 @@ type Model struct {
 	Domains   []Domain // parents before children
 	Workloads []Workload
 	Preemptor Workload
+	// Ineligible are the GPU nodes the preemptor may not use, with the reason; each holds a
+	// blocker among Workloads (after the running pods).
+	Ineligible map[string]string
 }
 
 // Domain is one domain of the topology by path ("zone-a/rack1/node-3/numa0/pci0/gpu3").
+// Host-level domains hold the node's pooled capacity (allocatable CPU, memory, pods, and the
+// eligibility dimension); other domains hold none (devices: one whole GPU each).
 type Domain struct {
 	Path, Level string
+	Capacity    Pooled
 }
+
+// The pooled dimensions of a node (docs/kubernetes.md, "What is modelled"): what the node's
+// allocatable offers and its pods request, as the scheduler's NodeResourcesFit counts them, and
+// `eligible`, "this node admits the preemptor". Every node has eligibleCapacity of it, so it
+// never limits how many replicas land there; a node the preemptor may not use holds a blocker,
+// a running workload that is never a victim and holds all of it, so no replica lands there
+// while the node's pods still count. Running pods hold none of it. The blocker is a running
+// workload rather than a capacity of 0 so that the plugin's persistent mirror changes only the
+// nodes whose eligibility changed from one question to the next (a capacity is fixed once the
+// topology is sealed).
+const (
+	dimCPU      = iota // millicores
+	dimMemory          // bytes
+	dimPods            // pods
+	dimEligible        // see above
+	numPooled
+)
+
+// PooledNames are the pooled dimensions' names in the C-ABI schema, by index.
+var PooledNames = [numPooled]string{"cpu_milli", "memory_bytes", "pods", "eligible"}
+
+// eligibleCapacity is each node's capacity of `eligible`: more replicas than any gang has.
+const eligibleCapacity = 1 << 20
+
+// Pooled is an amount of each pooled dimension.
+type Pooled [numPooled]int64
+
+func (p Pooled) isZero() bool { return p == Pooled{} }
 
 // Workload is a running pod (or a disruptionMode=All PodGroup) or the preemptor.
 type Workload struct {
@@ -73,15 +110,24 @@ type Workload struct {
 	ModelID      string
 	ModelGiB     float64
 	Extra        float64
-	Entries      []Entry                     // running workloads: the devices held
-	Pods         []*corev1.Pod               // the pods evicted with this workload, one per replica
-	Claims       []*resourcev1.ResourceClaim // the allocated claims its pods hold
+	// Demand is what each replica asks of the node's pooled dimensions (a preemptor: its
+	// requests and one unit of `eligible`; a running pod: its requests).
+	Demand Pooled
+	// Protected: evicting it alone violates a PodDisruptionBudget (one of its pods is matched by
+	// a PDB that allows no disruption). Such a workload is a victim only in the second pass of
+	// the PDB-first order (see pdb.go).
+	Protected bool
+	Entries   []Entry                     // running workloads: the devices and pools held
+	Pods      []*corev1.Pod               // the pods evicted with this workload, one per replica
+	Claims    []*resourcev1.ResourceClaim // the allocated claims its pods hold
 }
 
-// Entry is one whole device held by a replica: the host (node name) and the path below it.
+// Entry is one whole device held by a replica (the host, i.e. the node name, and the path
+// below it), or, with Path "" and Amounts, the pooled amounts a replica holds on its node.
 type Entry struct {
 	Replica    uint32
 	Host, Path string
+	Amounts    Pooled
 }
 
 // Inputs is the cluster state one question is asked against (from the scheduler's snapshot).
@@ -92,7 +138,15 @@ type Inputs struct {
 	Claims []*resourcev1.ResourceClaim
 	// PodGroup looks a PodGroup up (nil: not found); nil means no PodGroups.
 	PodGroup func(namespace, name string) *schedulingv1beta1.PodGroup
-	Now      time.Time
+	// PDBs are the PodDisruptionBudgets, counted as DefaultPreemption counts them.
+	PDBs []*policyv1.PodDisruptionBudget
+	// Refused are nodes the scheduler's own filters refused the preemptor for a reason
+	// preemption cannot change (the plugin fills it from PostFilter's statuses), by node name,
+	// with the reason. Nodes the preemptor's spec refuses are found by the model itself.
+	Refused map[string]string
+	// TolerationComparisonOperators is the TaintTolerationComparisonOperators feature gate.
+	TolerationComparisonOperators bool
+	Now                           time.Time
 }
 
 // Unsupported marks a question the model cannot express: the plugin falls back to stock.
@@ -122,6 +176,21 @@ type builder struct {
 	// extended-resource ones; otherwise they are the DRA devices. One kind per question, since
 	// a device leaf carries no kind and the two inventories are separate to the scheduler.
 	extMode bool
+	// nodeCap is each node's pooled capacity (its host domain's); gpuNodes are the nodes with
+	// at least one GPU of the question's kind; unlabelled are the configured label keys each
+	// node lacks (it has a domain of its own at those levels).
+	nodeCap    map[string]Pooled
+	gpuNodes   map[string]bool
+	unlabelled map[string][]string
+	// pending are the nodes whose devices are not known yet (see nodeHeld), with the reason.
+	pending map[string]string
+}
+
+// newBuilder is a builder with empty topology maps.
+func newBuilder(args *Args, in *Inputs, extMode bool) *builder {
+	return &builder{args: args, in: in, devices: map[deviceKey]Entry{}, nodeDevs: map[string][]string{},
+		levelOf: map[string]string{}, extMode: extMode, nodeCap: map[string]Pooled{}, gpuNodes: map[string]bool{},
+		unlabelled: map[string][]string{}, pending: map[string]string{}}
 }
 
 // BuildModel turns the scheduler's view into a Model for preemptor `pods` (one pod, or the
@@ -130,9 +199,8 @@ func BuildModel(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1b
 	if len(pods) == 0 {
 		return nil, fmt.Errorf("no preemptor pod")
 	}
-	b := &builder{args: args, in: in, devices: map[deviceKey]Entry{}, nodeDevs: map[string][]string{}, levelOf: map[string]string{}}
+	b := newBuilder(args, in, wantsExtended(args, pods[0]))
 	b.indexClaims()
-	b.extMode = wantsExtended(args, pods[0])
 	if err := b.topology(); err != nil {
 		return nil, err
 	}
@@ -142,6 +210,17 @@ func BuildModel(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1b
 	if err := b.running(pods); err != nil {
 		return nil, err
 	}
+	for i := range b.m.Workloads {
+		w := &b.m.Workloads[i]
+		w.Protected = protected(in.PDBs, w.Pods)
+	}
+	b.m.Ineligible = b.ineligible(pods)
+	for _, n := range sortedNodes(b.m.Ineligible) {
+		w := blocker(n, b.m.Ineligible[n])
+		w.ID = uint64(len(b.m.Workloads) + 1)
+		b.m.Workloads = append(b.m.Workloads, w)
+	}
+	b.m.Preemptor.ID = uint64(len(b.m.Workloads) + 1)
 	return &b.m, nil
 }
 
@@ -200,7 +279,12 @@ func (b *builder) topology() error {
 		for _, k := range keys {
 			v, ok := n.Labels[k]
 			if !ok || v == "" {
-				return unsupported("node %s has no label %s (a configured topology key)", n.Name, k)
+				// A domain of its own at this level (no label value has a ':'), so the node
+				// never shares a domain with another; and ineligible for a gang constrained
+				// to this level (see ineligible), as the scheduler's topology placement skips
+				// nodes without the key.
+				v = "unlabelled:" + n.Name
+				b.unlabelled[n.Name] = append(b.unlabelled[n.Name], k)
 			}
 			path = join(path, v)
 			if !seen[path] {
@@ -209,7 +293,12 @@ func (b *builder) topology() error {
 			}
 		}
 		host := join(path, n.Name)
-		b.m.Domains = append(b.m.Domains, Domain{Path: host, Level: levelNode})
+		capacity, err := nodeCapacity(n)
+		if err != nil {
+			return err
+		}
+		b.nodeCap[n.Name] = capacity
+		b.m.Domains = append(b.m.Domains, Domain{Path: host, Level: levelNode, Capacity: capacity})
 		if err := b.nodeDevices(n, host, slicesByNode[n.Name]); err != nil {
 			return err
 		}
@@ -232,6 +321,7 @@ func (b *builder) nodeDevices(n *corev1.Node, host string, slices []*resourcev1.
 		if !ok || q.Value() == 0 {
 			return nil
 		}
+		b.gpuNodes[n.Name] = true
 		// A device plugin tells the scheduler nothing about NUMA or PCIe: one unknown domain each.
 		add("numa-unknown", levelNUMA)
 		add("numa-unknown/pcie-unknown", levelPCIe)
@@ -270,6 +360,7 @@ func (b *builder) nodeDevices(n *corev1.Node, host string, slices []*resourcev1.
 				return unsupported("node %s: device %s published twice", n.Name, d.Name)
 			}
 			add(p, levelDevice)
+			b.gpuNodes[n.Name] = true
 			b.devices[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] = Entry{Host: n.Name, Path: p}
 		}
 	}
@@ -405,10 +496,14 @@ func (b *builder) preemptor(pods []*corev1.Pod, group *schedulingv1beta1.PodGrou
 		if err != nil {
 			return err
 		}
-		if i > 0 && (d != w.WholeDevices || scope != w.ReplicaScope) {
-			return unsupported("PodGroup %s: pods %s and %s ask for different devices (one replica shape is modelled)", group.Name, pods[0].Name, p.Name)
+		pooled, err := b.preemptorRequests(p)
+		if err != nil {
+			return err
 		}
-		w.WholeDevices, w.ReplicaScope = d, scope
+		if i > 0 && (d != w.WholeDevices || scope != w.ReplicaScope || pooled != w.Demand) {
+			return unsupported("PodGroup %s: pods %s and %s ask for different devices or resources (one replica shape is modelled)", group.Name, pods[0].Name, p.Name)
+		}
+		w.WholeDevices, w.ReplicaScope, w.Demand = d, scope, pooled
 	}
 	if w.WholeDevices == 0 {
 		return unsupported("pod %s asks for no GPU: nothing for topopreempt to place", w.Name)
@@ -429,6 +524,62 @@ func (b *builder) preemptor(pods []*corev1.Pod, group *schedulingv1beta1.PodGrou
 	}
 	b.m.Preemptor = w
 	return nil
+}
+
+// nodeCapacity is a node's allocatable CPU, memory and pods, and eligibleCapacity.
+func nodeCapacity(n *corev1.Node) (Pooled, error) {
+	var c Pooled
+	a := n.Status.Allocatable
+	c[dimCPU] = a.Cpu().MilliValue()
+	c[dimMemory] = a.Memory().Value()
+	c[dimPods] = a.Pods().Value()
+	c[dimEligible] = eligibleCapacity
+	for d, v := range c {
+		if v < 0 {
+			return c, fmt.Errorf("node %s: negative allocatable %s", n.Name, PooledNames[d])
+		}
+	}
+	return c, nil
+}
+
+// podRequests is what a pod holds of the pooled dimensions, as NodeResourcesFit counts it
+// (containers, init containers, overhead): CPU, memory and one pod.
+func podRequests(p *corev1.Pod) (Pooled, corev1.ResourceList) {
+	reqs := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	var d Pooled
+	d[dimCPU] = reqs.Cpu().MilliValue()
+	d[dimMemory] = reqs.Memory().Value()
+	d[dimPods] = 1
+	return d, reqs
+}
+
+// preemptorRequests is what one preemptor pod asks of the pooled dimensions, with one unit of
+// `eligible`. A request of anything else the scheduler checks per node (another extended
+// resource, ephemeral storage, hugepages) makes the question inexpressible: the model would
+// not see whether it fits.
+func (b *builder) preemptorRequests(p *corev1.Pod) (Pooled, error) {
+	d, reqs := podRequests(p)
+	d[dimEligible] = 1
+	names := make([]string, 0, len(reqs))
+	for name := range reqs {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		q := reqs[corev1.ResourceName(name)]
+		switch {
+		case q.IsZero(), name == string(corev1.ResourceCPU), name == string(corev1.ResourceMemory):
+		case b.extMode && name == b.args.ExtendedResource:
+		default:
+			return d, unsupported("pod %s/%s requests %s %s, which the model does not hold", p.Namespace, p.Name, q.String(), name)
+		}
+	}
+	for dim, v := range d {
+		if v < 0 {
+			return d, fmt.Errorf("pod %s/%s: negative request of %s", p.Namespace, p.Name, PooledNames[dim])
+		}
+	}
+	return d, nil
 }
 
 func (b *builder) podGroup(namespace, name string) *schedulingv1beta1.PodGroup {
@@ -456,9 +607,12 @@ func (b *builder) running(preemptors []*corev1.Pod) error {
 	sort.Strings(nodeNames)
 	var all []*heldPod
 	for _, n := range nodeNames {
-		held, _, err := b.nodeHeld(n, skip)
+		held, _, pending, err := b.nodeHeld(n, skip)
 		if err != nil {
 			return err
+		}
+		if pending != "" {
+			b.pending[n] = pending
 		}
 		all = append(all, held...)
 	}
@@ -480,20 +634,31 @@ func podUIDs(pods []*corev1.Pod) map[types.UID]bool {
 	return set
 }
 
-// heldPod is one running pod holding devices: what the model derives from it alone (its node's
-// topology aside), so that a mirror can keep it while its node does not change.
+// heldPod is one running pod, with the devices and pooled amounts it holds: what the model
+// derives from it alone (its node's topology aside), so that a mirror can keep it while its
+// node does not change.
 type heldPod struct {
 	pod     *corev1.Pod
-	entries []Entry
+	devices int32   // whole devices among entries
+	demand  Pooled  // its requests (the last entry holds them on the node)
+	entries []Entry // its devices, then its pooled amounts on the node
 	claims  []*resourcev1.ResourceClaim
 	cost    Workload // costInputs: the cost fields only
 	group   string   // "<namespace>/<PodGroup name>" the pod names, "" none
 	key     string   // the workload key it went into at the mirror's last sync
 }
 
-// nodeHeld derives node n's pods that hold devices, in the builder's order (namespace, name),
-// the pods in `skip` excepted; skipped says whether one was on the node.
-func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, skipped bool, err error) {
+// nodeHeld derives node n's pods (every one holds at least a pod slot, GPUs or not), in the
+// builder's order (namespace, name), the pods in `skip` excepted; skipped says whether one was
+// on the node. Pods that request more of a pooled dimension than the node's allocatable make
+// the question inexpressible (the scheduler never admits that; a pod bound by nodeName can).
+//
+// A bound pod whose ResourceClaim is not allocated yet (the scheduler binds while the
+// allocation is still being written), or not yet created, holds devices the model cannot know:
+// its pod holds its pooled requests, and `pending` says why the node's devices are not known,
+// which makes the node ineligible for the question (see ineligible) instead of the whole
+// question inexpressible.
+func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, skipped bool, pending string, err error) {
 	pods := append([]*corev1.Pod(nil), b.in.Pods[n]...)
 	sort.Slice(pods, func(i, j int) bool {
 		if pods[i].Namespace != pods[j].Namespace {
@@ -503,6 +668,7 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 	})
 	timed := b.args.usesLostWork()
 	nextExt := 0
+	var total Pooled
 	for _, p := range pods {
 		if skip[p.UID] {
 			skipped = true
@@ -511,18 +677,25 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 		var entries []Entry
 		var held1 []*resourcev1.ResourceClaim
 		claims, err := b.podClaims(p)
-		if err != nil {
-			return nil, false, err
+		var u *Unsupported
+		if errors.As(err, &u) {
+			if !b.extMode {
+				pending = u.Reason
+			}
+			claims = nil
+		} else if err != nil {
+			return nil, false, "", err
 		}
 		for _, c := range claims {
 			if b.extMode {
 				break
 			}
 			if c.Status.Allocation == nil {
-				return nil, false, unsupported("bound pod %s/%s: ResourceClaim %s not allocated", p.Namespace, p.Name, c.Name)
+				pending = fmt.Sprintf("bound pod %s/%s: ResourceClaim %s not allocated yet", p.Namespace, p.Name, c.Name)
+				continue
 			}
 			if len(c.Status.ReservedFor) > 1 {
-				return nil, false, unsupported("ResourceClaim %s/%s is shared by %d pods", c.Namespace, c.Name, len(c.Status.ReservedFor))
+				return nil, false, "", unsupported("ResourceClaim %s/%s is shared by %d pods", c.Namespace, c.Name, len(c.Status.ReservedFor))
 			}
 			for _, r := range c.Status.Allocation.Devices.Results {
 				if !b.args.driverWanted(r.Driver) {
@@ -530,7 +703,7 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 				}
 				e, ok := b.devices[deviceKey{r.Driver, r.Pool, r.Device}]
 				if !ok {
-					return nil, false, unsupported("ResourceClaim %s/%s holds device %s/%s/%s that no ResourceSlice publishes", c.Namespace, c.Name, r.Driver, r.Pool, r.Device)
+					return nil, false, "", unsupported("ResourceClaim %s/%s holds device %s/%s/%s that no ResourceSlice publishes", c.Namespace, c.Name, r.Driver, r.Pool, r.Device)
 				}
 				entries = append(entries, e)
 			}
@@ -539,7 +712,7 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 		if b.extMode {
 			for k := int64(0); k < extRequest(p, b.args.ExtendedResource); k++ {
 				if nextExt >= len(b.nodeDevs[n]) {
-					return nil, false, unsupported("node %s: pods request more %s than it has", n, b.args.ExtendedResource)
+					return nil, false, "", unsupported("node %s: pods request more %s than it has", n, b.args.ExtendedResource)
 				}
 				// Which device a device plugin gave is invisible here; any assignment is
 				// equivalent because all devices of the node share one unknown domain.
@@ -547,20 +720,29 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 				nextExt++
 			}
 		}
-		if len(entries) == 0 {
-			continue
+		devices := int32(len(entries))
+		demand, _ := podRequests(p)
+		for d, v := range demand {
+			if v < 0 {
+				return nil, false, "", fmt.Errorf("pod %s/%s: negative request of %s", p.Namespace, p.Name, PooledNames[d])
+			}
+			total[d] += v
+			if total[d] > b.nodeCap[n][d] {
+				return nil, false, "", unsupported("node %s: its pods request more %s than its allocatable %d (pod %s/%s)", n, PooledNames[d], b.nodeCap[n][d], p.Namespace, p.Name)
+			}
 		}
+		entries = append(entries, Entry{Host: n, Amounts: demand})
 		cost, err := costInputs(p, b.in.Now, timed)
 		if err != nil {
-			return nil, false, err
+			return nil, false, "", err
 		}
-		h := &heldPod{pod: p, entries: entries, claims: held1, cost: cost}
+		h := &heldPod{pod: p, devices: devices, demand: demand, entries: entries, claims: held1, cost: cost}
 		if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
 			h.group = p.Namespace + "/" + *sg.PodGroupName
 		}
 		held = append(held, h)
 	}
-	return held, skipped, nil
+	return held, skipped, pending, nil
 }
 
 // workloads groups held pods (in the builder's order, every member of each PodGroup they name
@@ -577,8 +759,8 @@ func (b *builder) workloads(all []*heldPod) ([]Workload, error) {
 			if g := b.podGroup(p.Namespace, *p.Spec.SchedulingGroup.PodGroupName); g != nil && g.Spec.DisruptionMode != nil && g.Spec.DisruptionMode.All != nil {
 				if i, ok := gangs[h.group]; ok {
 					w := &ws[i]
-					if int32(len(h.entries)) != w.WholeDevices {
-						return nil, unsupported("PodGroup %s: members hold different numbers of devices", h.group)
+					if h.devices != w.WholeDevices || h.demand != w.Demand {
+						return nil, unsupported("PodGroup %s: members hold different numbers of devices or resources", h.group)
 					}
 					for _, e := range h.entries {
 						e.Replica = uint32(w.Replicas)
@@ -606,7 +788,8 @@ func (b *builder) workloads(all []*heldPod) ([]Workload, error) {
 		// on the question and a mirror can keep it across questions.
 		w.Preemptible = true
 		w.Replicas = 1
-		w.WholeDevices = int32(len(h.entries))
+		w.WholeDevices = h.devices
+		w.Demand = h.demand
 		// A copy: a gang appends its members' entries, and h.entries stays the node's.
 		w.Entries = append([]Entry(nil), h.entries...)
 		w.Pods = []*corev1.Pod{p}

@@ -31,7 +31,9 @@ func newTState() *tState {
 func (s *tState) node(name, rack string) {
 	s.in.Nodes = append(s.in.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		corev1.LabelTopologyZone: "z", "topology.topopreempt.dev/block": "b", "topology.topopreempt.dev/rack": rack,
-		corev1.LabelHostname: name}}})
+		corev1.LabelHostname: name}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"),
+			corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")}}})
 	devs := make([]resourcev1.Device, 8)
 	for i := range devs {
 		devs[i] = resourcev1.Device{Name: fmt.Sprintf("gpu%d", i), Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
@@ -132,8 +134,14 @@ func TestNUMAScopedClaimPicksCheapestNUMANode(t *testing.T) {
 	if got := strings.Join(victimNames(t, m, p), ","); got != "a0,a1" {
 		t.Fatalf("victims %s, want a0,a1", got)
 	}
-	if !strings.Contains(p.Target, "numa0") {
-		t.Fatalf("target %s, want NUMA 0 of a", p.Target)
+	// The pod's devices lie on NUMA 0 of a (its pod slot and CPU come from the node's pool).
+	if len(p.Devices) != 4 {
+		t.Fatalf("devices %+v, want 4", p.Devices)
+	}
+	for _, d := range p.Devices {
+		if d.Host != "a" || !strings.HasPrefix(d.Path, "numa0/") {
+			t.Fatalf("devices %+v, want all on NUMA 0 of a", p.Devices)
+		}
 	}
 }
 
@@ -221,9 +229,11 @@ func TestUnsupportedAndBadInput(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ns/bad") || !strings.Contains(err.Error(), CostAnnotation) {
 		t.Fatalf("bad annotation: got %v, want an error naming ns/bad and %s", err, CostAnnotation)
 	}
-	delete(s.in.Nodes[0].Labels, "topology.topopreempt.dev/rack")
-	if _, err := BuildModel(tArgs(), &s.in, []*corev1.Pod{tPod("p", 500, "ok", nil)}, nil); !errors.As(err, &u) {
-		t.Fatalf("unlabelled node: got %v, want Unsupported", err)
+	other := tPod("p", 500, "ok", nil)
+	other.Spec.Containers = []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		"example.com/nic": resource.MustParse("1")}}}}
+	if _, err := BuildModel(tArgs(), &s.in, []*corev1.Pod{other}, nil); !errors.As(err, &u) || !strings.Contains(err.Error(), "example.com/nic") {
+		t.Fatalf("another extended resource: got %v, want Unsupported naming it", err)
 	}
 }
 
@@ -235,7 +245,7 @@ func TestExtendedResourceMode(t *testing.T) {
 	for _, n := range []string{"a", "b"} {
 		s.in.Nodes = append(s.in.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{
 			corev1.LabelTopologyZone: "z", "topology.topopreempt.dev/block": "b", "topology.topopreempt.dev/rack": "r"}},
-			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"example.com/gpu": resource.MustParse("4")}}})
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{"example.com/gpu": resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}}})
 	}
 	mk := func(name, node string, gpus int64, cost string) {
 		p := tPod(name, 100, "", map[string]string{CostAnnotation: cost})

@@ -19,9 +19,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -109,6 +111,10 @@ type Plugin struct {
 	args     Args
 	stock    *defaultpreemption.DefaultPreemption
 	executor *preemption.Executor
+	fts      plfeature.Features
+	// pdbs lists the PodDisruptionBudgets (registered in New, before the informers start, as
+	// DefaultPreemption registers its own); nil without an informer factory.
+	pdbs policylisters.PodDisruptionBudgetLister
 	// mirrors are the persistent C-ABI clusters, one per GPU kind: DRA devices (false) and the
 	// extended resource (true). See mirror.go.
 	mirrors map[bool]*mirror
@@ -144,8 +150,11 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: the fallback DefaultPreemption: %w", Name, err)
 	}
-	pl := &Plugin{fh: fh, args: args, stock: stock, executor: preemption.NewExecutor(fh, fts),
+	pl := &Plugin{fh: fh, args: args, stock: stock, executor: preemption.NewExecutor(fh, fts), fts: fts,
 		mirrors: map[bool]*mirror{false: newMirror(false), true: newMirror(true)}, inFlight: map[types.UID]nomination{}}
+	if f := fh.SharedInformerFactory(); f != nil {
+		pl.pdbs = f.Policy().V1().PodDisruptionBudgets().Lister()
+	}
 	pl.keepWarm(ctx)
 	return pl, nil
 }
@@ -159,7 +168,8 @@ func (pl *Plugin) inputs() (*Inputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := &Inputs{Pods: map[string][]*corev1.Pod{}, Now: time.Now()}
+	in := &Inputs{Pods: map[string][]*corev1.Pod{}, Now: time.Now(),
+		TolerationComparisonOperators: pl.fts.EnableTaintTolerationComparisonOperators}
 	for _, ni := range nodeInfos {
 		n := ni.Node()
 		if n == nil {
@@ -175,6 +185,11 @@ func (pl *Plugin) inputs() (*Inputs, error) {
 			return nil, err
 		}
 		if in.Claims, err = dra.ResourceClaims().List(); err != nil {
+			return nil, err
+		}
+	}
+	if pl.pdbs != nil {
+		if in.PDBs, err = pl.pdbs.List(labels.Everything()); err != nil {
 			return nil, err
 		}
 	}
@@ -194,7 +209,35 @@ func (pl *Plugin) inputs() (*Inputs, error) {
 
 // decide syncs the mirror of the preemptor's GPU kind with the snapshot and solves; any
 // panic is an error (recovered here too, since model building walks API objects).
-func (pl *Plugin) decide(pods []*corev1.Pod, group *schedulingv1beta1.PodGroup) (d *decision, err error) {
+// refused are the nodes the scheduler's filters refused a preemptor for a reason no eviction
+// changes, from PostFilter's statuses: DefaultPreemption takes only Unschedulable nodes as
+// candidates; UnschedulableAndUnresolvable is final, except from DynamicResources, which runs
+// after every other filter of the default profile (so the node passed them) and calls a
+// node unresolvable whenever its free devices do not fit, since it never counts victims'
+// devices as freed: whether they fit after evictions is the device model's question.
+func refused(nodes []*corev1.Node, m fwk.NodeToStatusReader) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, n := range nodes {
+		st := m.Get(n.Name)
+		switch {
+		case st.Code() == fwk.Unschedulable:
+		case st.Code() == fwk.UnschedulableAndUnresolvable && st.Plugin() == dynamicResources:
+		default:
+			out[n.Name] = fmt.Sprintf("%s %s: %s", st.Plugin(), st.Code(), st.Message())
+		}
+	}
+	return out
+}
+
+const dynamicResources = "DynamicResources"
+
+// decide syncs the mirror of the preemptor's GPU kind with the snapshot and solves; any
+// panic is an error (recovered here too, since model building walks API objects). statuses
+// are PostFilter's per-node verdicts (nil for a gang).
+func (pl *Plugin) decide(pods []*corev1.Pod, group *schedulingv1beta1.PodGroup, statuses fwk.NodeToStatusReader) (d *decision, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			d, err = nil, fmt.Errorf("recovered: %v", r)
@@ -204,7 +247,107 @@ func (pl *Plugin) decide(pods []*corev1.Pod, group *schedulingv1beta1.PodGroup) 
 	if err != nil {
 		return nil, err
 	}
+	in.Refused = refused(in.Nodes, statuses)
 	return pl.mirrors[wantsExtended(&pl.args, pods[0])].decide(&pl.args, in, pods, group)
+}
+
+// planUsable says why a decision may not be acted on ("" if it may): a status that proves
+// nothing (the library's "unknown", or any status this build does not know), or a PDB count
+// not proven fewest.
+func planUsable(d *decision) string {
+	switch d.plan.Status {
+	case "optimal", "feasible", "infeasible", "no_preemption_needed":
+	default:
+		return "the plan's status is " + d.plan.Status + ": nothing proven"
+	}
+	if !d.pdb.Proven {
+		return "PodDisruptionBudgets: " + d.pdb.String()
+	}
+	return ""
+}
+
+// simulateGang checks a gang's plan before any eviction, as the stock workload-aware
+// preemption does: the victims removed from the scheduler's snapshot (a mutation session,
+// undone after), then the PodGroup scheduling algorithm run for the gang. With DRA it is not
+// run: DynamicResources never frees the victims' devices, so the algorithm would refuse every
+// plan; the gang's eligibility is then the spec-only filters and the model's.
+func (pl *Plugin) simulateGang(ctx context.Context, pod *corev1.Pod, victims []*Workload, fn fwk.PodGroupSchedulingFunc) (err error) {
+	if !wantsExtended(&pl.args, pod) || fn == nil {
+		return nil
+	}
+	mutable := pl.fh.MutableSnapshotSharedLister()
+	if mutable == nil {
+		return nil
+	}
+	if err := mutable.StartMutations(); err != nil {
+		return fmt.Errorf("the gang simulation: %w", err)
+	}
+	defer func() {
+		if end := mutable.EndMutations(); end != nil && err == nil {
+			err = fmt.Errorf("the gang simulation: %w", end)
+		}
+	}()
+	logger := klog.FromContext(ctx)
+	for _, w := range victims {
+		for _, v := range w.Pods {
+			if err := mutable.RemovePod(logger, v, v.Spec.NodeName); err != nil {
+				return fmt.Errorf("the gang simulation: removing victim %s/%s: %w", v.Namespace, v.Name, err)
+			}
+		}
+	}
+	if _, st := fn(ctx); !st.IsSuccess() {
+		return fmt.Errorf("the gang simulation refuses the plan: %s %s: %s", st.Plugin(), st.Code(), st.Message())
+	}
+	return nil
+}
+
+// simulate checks the plan on the scheduler's own view before any eviction, as
+// DefaultPreemption's SelectVictimsOnNode does: the victims removed from a copy of the node's
+// NodeInfo (and, through the PreFilter extensions, from the cycle state, also for gang
+// victims on other nodes), then the preemptor's filters run with the other pods' nominations.
+// With DRA, DynamicResources' refusal is accepted: it runs last and never frees the victims'
+// devices, whose fit the device model decides exactly. A refusal names the plugin and reason.
+func (pl *Plugin) simulate(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node string, victims []*Workload) error {
+	lister := pl.fh.SnapshotSharedLister().NodeInfos()
+	original, err := lister.Get(node)
+	if err != nil {
+		return err
+	}
+	nodeInfo := original.Snapshot()
+	st := state.Clone()
+	logger := klog.FromContext(ctx)
+	for _, w := range victims {
+		for _, v := range w.Pods {
+			vi, err := lister.Get(v.Spec.NodeName)
+			if err != nil {
+				return fmt.Errorf("victim %s/%s: %w", v.Namespace, v.Name, err)
+			}
+			var info fwk.PodInfo
+			for _, p := range vi.GetPods() {
+				if p.GetPod().UID == v.UID {
+					info = p
+				}
+			}
+			if info == nil {
+				return fmt.Errorf("victim %s/%s is not on %s in the scheduler's snapshot", v.Namespace, v.Name, v.Spec.NodeName)
+			}
+			target := vi
+			if v.Spec.NodeName == node {
+				if err := nodeInfo.RemovePod(logger, v); err != nil {
+					return err
+				}
+				target = nodeInfo
+			}
+			if s := pl.fh.RunPreFilterExtensionRemovePod(ctx, st, pod, info, target); !s.IsSuccess() {
+				return fmt.Errorf("%s: removing victim %s/%s: %s", s.Plugin(), v.Namespace, v.Name, s.Message())
+			}
+		}
+	}
+	s := pl.fh.RunFilterPluginsWithNominatedPods(ctx, st, pod, nodeInfo)
+	if s.IsSuccess() || (s.Code() == fwk.UnschedulableAndUnresolvable && s.Plugin() == dynamicResources && !wantsExtended(&pl.args, pod)) {
+		return nil
+	}
+	return fmt.Errorf("the simulation on %s refuses the plan: %s %s: %s", node, s.Plugin(), s.Code(), s.Message())
 }
 
 // PostFilter decides the victims for one pod; falls back to DefaultPreemption when it cannot.
@@ -219,7 +362,12 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 			fwk.NewStatus(fwk.Unschedulable, "topopreempt: waiting for the preemption for this pod to finish")
 	}
 	started := time.Now()
-	d, err := pl.decide([]*corev1.Pod{pod}, nil)
+	d, err := pl.decide([]*corev1.Pod{pod}, nil, m)
+	if err == nil {
+		if why := planUsable(d); why != "" {
+			err = errors.New(why)
+		}
+	}
 	if err != nil {
 		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", err.Error())
 		return pl.stock.PostFilter(ctx, state, pod, m)
@@ -229,10 +377,6 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 	case "infeasible":
 		logger.V(2).Info("topopreempt: no placement even after evicting every eligible victim", "pod", klog.KObj(pod))
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "topopreempt: no topology-valid placement even after preemption")
-	case "unknown":
-		// A limit stopped the search before a plan or a proof: nothing is known, so stock decides.
-		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", "unknown: the solver's limit stopped the search before a plan or a proof")
-		return pl.stock.PostFilter(ctx, state, pod, m)
 	case "no_preemption_needed":
 		// The scheduler's filters refused a placement the device model accepts: something the
 		// model does not see (CPU, memory, taints, affinity) blocks it. Let stock decide.
@@ -244,8 +388,13 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", "the plan places the pod on no host")
 		return pl.stock.PostFilter(ctx, state, pod, m)
 	}
+	if err := pl.simulate(ctx, state, pod, node, d.victims); err != nil {
+		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", err.Error())
+		return pl.stock.PostFilter(ctx, state, pod, m)
+	}
 	pl.evict(ctx, d, node, &preemptor{pod: pod, pods: map[string]*corev1.Pod{pod.Name: pod}}, nomination{node: node})
 	logger.Info("topopreempt: preempting", "pod", klog.KObj(pod), "node", node, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status,
+		"pdb", d.pdb.String(), "ineligibleNodes", len(d.ineligible),
 		"decided", time.Since(started), "solve", time.Duration(plan.Seconds*float64(time.Second)), "synced", d.synced)
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
 }
@@ -264,12 +413,14 @@ func (pl *Plugin) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycl
 		return &fwk.PodGroupPostFilterResult{NominatingInfos: n.gang},
 			fwk.NewStatus(fwk.Unschedulable, "topopreempt: waiting for the preemption for this pod group to finish")
 	}
-	d, err := pl.decide(pods, group)
+	d, err := pl.decide(pods, group, nil)
 	if err == nil && d.plan.Status == "no_preemption_needed" {
 		err = errors.New("fits without preemption in the device model")
 	}
-	if err == nil && d.plan.Status == "unknown" {
-		err = errors.New("unknown: the solver's limit stopped the search before a plan or a proof")
+	if err == nil {
+		if why := planUsable(d); why != "" {
+			err = errors.New(why)
+		}
 	}
 	if err != nil {
 		logger.Info("topopreempt: falling back to stock PodGroupPostFilter", "group", pgInfo.GetKey(), "reason", err.Error())
@@ -278,6 +429,10 @@ func (pl *Plugin) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycl
 	plan := d.plan
 	if plan.Status == "infeasible" {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "topopreempt: no topology-valid placement for the gang even after preemption")
+	}
+	if err := pl.simulateGang(ctx, pods[0], d.victims, fn); err != nil {
+		logger.Info("topopreempt: falling back to stock PodGroupPostFilter", "group", pgInfo.GetKey(), "reason", err.Error())
+		return pl.stock.PodGroupPostFilter(ctx, state, pgInfo, fn)
 	}
 	byName := map[string]*corev1.Pod{}
 	for _, p := range pods {

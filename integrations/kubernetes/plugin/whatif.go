@@ -14,15 +14,15 @@ import (
 // default solver. It returns the plan and the victim workloads. The what-if tool's tests use
 // it to check that the tool (BuildModel, then SolveWith on a fresh cluster) answers what the
 // plugin would.
-func DecideAsPlugin(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1beta1.PodGroup) (*Plan, []*Workload, error) {
+func DecideAsPlugin(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1beta1.PodGroup) (*Plan, []*Workload, PDBOutcome, error) {
 	if len(pods) == 0 {
-		return nil, nil, fmt.Errorf("no preemptor pod")
+		return nil, nil, PDBOutcome{}, fmt.Errorf("no preemptor pod")
 	}
 	m := newMirror(wantsExtended(args, pods[0]))
 	defer m.close()
 	d, err := m.decide(args, in, pods, group)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, PDBOutcome{}, err
 	}
-	return d.plan, d.victims, nil
+	return d.plan, d.victims, d.pdb, nil
 }

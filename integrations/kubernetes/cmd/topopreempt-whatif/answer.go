@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	topopreempt "github.com/topopreempt/topopreempt/integrations/kubernetes/plugin"
@@ -16,7 +17,11 @@ type answer struct {
 	Cluster   clusterView   `json:"cluster"`
 	CostModel []string      `json:"costModel"`
 	Warnings  []string      `json:"warnings,omitempty"`
-	Plans     []planView    `json:"plans"`
+	// Ineligible are the GPU nodes the preemptor may not use (node: reason): the scheduler's
+	// spec-only filters (NodeName, NodeUnschedulable, TaintToleration, NodeAffinity) or a gang's
+	// topology label missing. No victim is taken there.
+	Ineligible map[string]string `json:"ineligibleNodes,omitempty"`
+	Plans      []planView        `json:"plans"`
 }
 
 type preemptorView struct {
@@ -27,27 +32,40 @@ type preemptorView struct {
 	GPUsPerPod   int32    `json:"gpusPerPod"`
 	ReplicaScope string   `json:"replicaScope,omitempty"` // each pod's GPUs inside one numa or pcie
 	GangScope    string   `json:"gangScope,omitempty"`    // all pods inside one of this level
+	CPUMilli     int64    `json:"cpuMilliPerPod"`
+	MemoryBytes  int64    `json:"memoryBytesPerPod"`
 }
 
 type clusterView struct {
 	Nodes            int      `json:"nodes"`
 	Devices          int      `json:"devices"`
-	RunningWorkloads int      `json:"runningWorkloads"` // pods (or whole PodGroups) holding GPUs
+	RunningWorkloads int      `json:"runningWorkloads"` // pods (or whole PodGroups), with or without GPUs
 	Levels           []string `json:"levels"`
 }
 
 type planView struct {
-	Solver      string       `json:"solver"`
-	Error       string       `json:"error,omitempty"` // the solver could not answer (e.g. knapsack's preconditions)
-	Status      string       `json:"status,omitempty"`
-	Cost        float64      `json:"cost"`
-	LowerBound  float64      `json:"lowerBound"`
-	Target      string       `json:"target,omitempty"` // the domain the preemptor lands in
-	Nodes       []string     `json:"nodes,omitempty"`  // by preemptor pod
-	Devices     []deviceView `json:"devices,omitempty"`
-	Victims     []victimView `json:"victims"`
-	Explanation string       `json:"explanation,omitempty"`
-	Seconds     float64      `json:"seconds"`
+	Solver     string       `json:"solver"`
+	Error      string       `json:"error,omitempty"` // the solver could not answer (e.g. knapsack's preconditions)
+	Status     string       `json:"status,omitempty"`
+	Cost       float64      `json:"cost"`
+	LowerBound float64      `json:"lowerBound"`
+	Target     string       `json:"target,omitempty"` // the domain the preemptor lands in
+	Nodes      []string     `json:"nodes,omitempty"`  // by preemptor pod
+	Devices    []deviceView `json:"devices,omitempty"`
+	Victims    []victimView `json:"victims"`
+	// PDB is how the plan stands against the PodDisruptionBudgets (the PDB-first order): its
+	// violations, whether fewer are proven impossible, and which pass made it. The plugin
+	// acts on a plan only when Proven.
+	PDB         *pdbView `json:"pdb,omitempty"`
+	Explanation string   `json:"explanation,omitempty"`
+	Seconds     float64  `json:"seconds"`
+}
+
+type pdbView struct {
+	Violations int    `json:"violations"`
+	Proven     bool   `json:"fewestProven"`
+	Pass       string `json:"pass"`
+	Protected  int    `json:"protectedWorkloads"`
 }
 
 type deviceView struct {
@@ -63,6 +81,8 @@ type victimView struct {
 	Nodes     []string `json:"nodes"`
 	Priority  int32    `json:"priority"`
 	GPUs      int      `json:"gpus"`
+	CPUMilli  int64    `json:"cpuMilli"` // per pod (GPUs: over all its pods)
+	Protected bool     `json:"pdbProtected,omitempty"`
 	Cost      float64  `json:"cost"` // its share of the plan's cost
 	Extra     float64  `json:"extraCost"`
 	SinceCkpt float64  `json:"secondsSinceCheckpoint"`
@@ -75,14 +95,16 @@ func newAnswer(args *topopreempt.Args, q *question, m *topopreempt.Model) *answe
 	a := &answer{Warnings: q.warnings, Plans: []planView{}}
 	p := m.Preemptor
 	a.Preemptor = preemptorView{Kind: "Pod", Name: q.pods[0].Namespace + "/" + q.pods[0].Name, Priority: p.Priority,
-		GPUsPerPod: p.WholeDevices, ReplicaScope: p.ReplicaScope, GangScope: p.GangScope}
+		GPUsPerPod: p.WholeDevices, ReplicaScope: p.ReplicaScope, GangScope: p.GangScope,
+		CPUMilli: p.Demand[0], MemoryBytes: p.Demand[1]}
+	a.Ineligible = m.Ineligible
 	if q.group != nil {
 		a.Preemptor.Kind, a.Preemptor.Name = "PodGroup", q.group.Namespace+"/"+q.group.Name
 	}
 	for _, pod := range q.pods {
 		a.Preemptor.Pods = append(a.Preemptor.Pods, pod.Namespace+"/"+pod.Name)
 	}
-	a.Cluster = clusterView{Nodes: len(q.in.Nodes), RunningWorkloads: len(m.Workloads), Levels: m.Levels}
+	a.Cluster = clusterView{Nodes: len(q.in.Nodes), RunningWorkloads: len(m.Workloads) - len(m.Ineligible), Levels: m.Levels}
 	for _, d := range m.Domains {
 		if d.Level == "device" {
 			a.Cluster.Devices++
@@ -102,7 +124,7 @@ func newAnswer(args *topopreempt.Args, q *question, m *topopreempt.Model) *answe
 }
 
 // add records one solver's plan (or its error), resolving victim ids to the model's workloads.
-func (a *answer) add(solver string, m *topopreempt.Model, plan *topopreempt.Plan, err error) {
+func (a *answer) add(solver string, m *topopreempt.Model, plan *topopreempt.Plan, pdb topopreempt.PDBOutcome, err error) {
 	v := planView{Solver: solver, Victims: []victimView{}}
 	if err != nil {
 		v.Error = err.Error()
@@ -111,6 +133,7 @@ func (a *answer) add(solver string, m *topopreempt.Model, plan *topopreempt.Plan
 	}
 	v.Status, v.Cost, v.LowerBound, v.Target = plan.Status, plan.Cost, plan.LowerBound, plan.Target
 	v.Explanation, v.Seconds, v.Nodes = plan.Explanation, plan.Seconds, plan.Hosts
+	v.PDB = &pdbView{Violations: pdb.Violations, Proven: pdb.Proven, Pass: pdb.Pass, Protected: pdb.Protected}
 	for _, d := range plan.Devices {
 		v.Devices = append(v.Devices, deviceView{Pod: a.Preemptor.Pods[d.Replica], Node: d.Host, Device: d.Path})
 	}
@@ -124,7 +147,8 @@ func (a *answer) add(solver string, m *topopreempt.Model, plan *topopreempt.Plan
 			v.Error = fmt.Sprintf("the plan names unknown workload %d", id)
 			break
 		}
-		vv := victimView{Kind: "Pod", Name: w.Name, Priority: w.Priority, GPUs: len(w.Entries), Cost: plan.VictimCosts[i],
+		vv := victimView{Kind: "Pod", Name: w.Name, Priority: w.Priority, GPUs: int(w.WholeDevices * w.Replicas), CPUMilli: w.Demand[0],
+			Protected: w.Protected, Cost: plan.VictimCosts[i],
 			Extra: w.Extra, SinceCkpt: w.SinceCkpt, ModelGiB: w.ModelGiB, ModelID: w.ModelID, Reason: plan.VictimWhy[i]}
 		if strings.HasPrefix(w.Key, "podgroup/") {
 			vv.Kind, vv.Name = "PodGroup", strings.TrimPrefix(w.Key, "podgroup/")
@@ -151,8 +175,20 @@ func (a *answer) print(w io.Writer) {
 	if p.GangScope != "" {
 		fmt.Fprintf(w, ", all pods inside one %s", p.GangScope)
 	}
-	fmt.Fprintf(w, "\nCluster: %d nodes, %d GPUs, %d running workloads holding GPUs; levels %s\n",
+	fmt.Fprintf(w, ", %d mCPU and %d bytes of memory per pod", p.CPUMilli, p.MemoryBytes)
+	fmt.Fprintf(w, "\nCluster: %d nodes, %d GPUs, %d running workloads (pods with or without GPUs); levels %s\n",
 		a.Cluster.Nodes, a.Cluster.Devices, a.Cluster.RunningWorkloads, strings.Join(a.Cluster.Levels, " > "))
+	if len(a.Ineligible) > 0 {
+		nodes := make([]string, 0, len(a.Ineligible))
+		for n := range a.Ineligible {
+			nodes = append(nodes, n)
+		}
+		sort.Strings(nodes)
+		fmt.Fprintf(w, "Ineligible GPU nodes (%d; never a target, no victim taken there):\n", len(nodes))
+		for _, n := range nodes {
+			fmt.Fprintf(w, "  %s: %s\n", n, a.Ineligible[n])
+		}
+	}
 	fmt.Fprintf(w, "Cost model: %s\n", strings.Join(a.CostModel, " + "))
 	for _, s := range a.Warnings {
 		fmt.Fprintf(w, "Note: %s\n", s)
@@ -164,6 +200,14 @@ func (a *answer) print(w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(w, "%s, cost %g (lower bound %g), %.3f ms\n", v.Status, v.Cost, v.LowerBound, v.Seconds*1000)
+		if v.PDB != nil {
+			proof := "no plan violates fewer"
+			if !v.PDB.Proven {
+				proof = "fewer NOT proven: the plugin would fall back to DefaultPreemption"
+			}
+			fmt.Fprintf(w, "PodDisruptionBudgets: %d violation(s), %s (%s; %d protected workload(s))\n",
+				v.PDB.Violations, proof, v.PDB.Pass, v.PDB.Protected)
+		}
 		if v.Status == "no_preemption_needed" {
 			// PostFilter runs only after the scheduler's filters refused every node, so the
 			// plugin hands such a question to the stock DefaultPreemption (plugin.go).
@@ -180,12 +224,16 @@ func (a *answer) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "Victims (%d):\n", len(v.Victims))
 		for _, x := range v.Victims {
-			fmt.Fprintf(w, "  %s %s on %s: priority %d, %d GPU(s), cost %g (extra %g, %gs since checkpoint, model %g GiB",
-				x.Kind, x.Name, strings.Join(x.Nodes, ","), x.Priority, x.GPUs, x.Cost, x.Extra, x.SinceCkpt, x.ModelGiB)
+			fmt.Fprintf(w, "  %s %s on %s: priority %d, %d GPU(s), %d mCPU, cost %g (extra %g, %gs since checkpoint, model %g GiB",
+				x.Kind, x.Name, strings.Join(x.Nodes, ","), x.Priority, x.GPUs, x.CPUMilli, x.Cost, x.Extra, x.SinceCkpt, x.ModelGiB)
 			if x.ModelID != "" {
 				fmt.Fprintf(w, " %s", x.ModelID)
 			}
-			fmt.Fprintln(w, ")")
+			fmt.Fprint(w, ")")
+			if x.Protected {
+				fmt.Fprint(w, " [PDB: evicting it violates a PodDisruptionBudget]")
+			}
+			fmt.Fprintln(w)
 			if x.Kind == "PodGroup" {
 				fmt.Fprintf(w, "    pods: %s\n", strings.Join(x.Pods, ", "))
 			}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"sigs.k8s.io/yaml"
@@ -32,6 +33,7 @@ type objects struct {
 	Claims    []*resourcev1.ResourceClaim
 	Templates []*resourcev1.ResourceClaimTemplate
 	Groups    []*schedulingv1beta1.PodGroup
+	PDBs      []*policyv1.PodDisruptionBudget
 	Ignored   map[string]int // other kinds, by "apiVersion kind": how many
 }
 
@@ -51,6 +53,7 @@ var wantVersion = map[string]string{
 	"Node": "v1", "Pod": "v1",
 	"ResourceSlice": "resource.k8s.io/v1", "ResourceClaim": "resource.k8s.io/v1",
 	"ResourceClaimTemplate": "resource.k8s.io/v1", "PodGroup": "scheduling.k8s.io/v1beta1",
+	"PodDisruptionBudget": "policy/v1",
 }
 
 // parseObjects reads JSON or YAML: a List (kubectl get -o json), a single object, or a YAML
@@ -178,6 +181,13 @@ func (o *objects) add(js []byte, source string) error {
 		}
 		g.Namespace = namespaceOf(g.Namespace) // as kubectl apply would place it
 		o.Groups = append(o.Groups, g)
+	case "PodDisruptionBudget":
+		b := &policyv1.PodDisruptionBudget{}
+		if err := decode(b); err != nil {
+			return err
+		}
+		b.Namespace = namespaceOf(b.Namespace)
+		o.PDBs = append(o.PDBs, b)
 	}
 	return nil
 }

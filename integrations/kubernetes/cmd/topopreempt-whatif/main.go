@@ -182,8 +182,8 @@ func ask(o *options, stdin io.Reader) (*answer, error) {
 	}
 	a := newAnswer(args, q, m)
 	for _, s := range solvers {
-		plan, err := topopreempt.SolveWith(m, args, s)
-		a.add(s, m, plan, err)
+		plan, pdb, err := topopreempt.SolvePDBFirst(m, q.in.PDBs, args, s)
+		a.add(s, m, plan, pdb, err)
 	}
 	return a, nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,9 +133,12 @@ func crossCheck(t *testing.T, got *planView, pods []*corev1.Pod, group *scheduli
 	args.ExtendedResource = "topopreempt.dev/gpu"
 	zero := 0.0
 	args.Cost = []topopreempt.CostTerm{{Model: "extra", Floor: &zero}}
-	plan, victims, err := topopreempt.DecideAsPlugin(&args, in, pods, group)
+	plan, victims, pdb, err := topopreempt.DecideAsPlugin(&args, in, pods, group)
 	if err != nil {
 		t.Fatalf("the plugin's path: %v", err)
+	}
+	if got.PDB == nil || pdb.Violations != got.PDB.Violations || pdb.Proven != got.PDB.Proven || pdb.Pass != got.PDB.Pass {
+		t.Fatalf("the tool's PDB outcome %+v differs from the plugin's %+v", got.PDB, pdb)
 	}
 	var want []string
 	for _, w := range victims {
@@ -167,7 +171,8 @@ func TestPodQuestionMatchesThePlugin(t *testing.T) {
 		!slices.Equal(p.Nodes, []string{"gpu-r1-n0"}) {
 		t.Fatalf("plan %+v, want optimal cost 40: eval-3 and eval-4 on gpu-r1-n0", p)
 	}
-	if len(p.Devices) != 4 || !strings.Contains(p.Target, "gpu-r1-n0/numa0") {
+	// The target is the node: the pod's CPU, memory and pod slot come from its pool.
+	if len(p.Devices) != 4 || !strings.HasSuffix(p.Target, "gpu-r1-n0") {
 		t.Fatalf("devices %+v target %s, want 4 GPUs of NUMA 0 of gpu-r1-n0", p.Devices, p.Target)
 	}
 	for _, d := range p.Devices {
@@ -284,7 +289,8 @@ func TestTextOutputFromStdin(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"Preemptor: Pod research/finetune-0, priority 500, 1 pod(s) x 4 GPU(s), each pod inside one numa",
-		"== branch_and_bound: optimal, cost 40", "Pod batch/eval-3 on gpu-r1-n0: priority 100, 2 GPU(s), cost 20 (extra 20",
+		"== branch_and_bound: optimal, cost 40", "Pod batch/eval-3 on gpu-r1-n0: priority 100, 2 GPU(s), 8000 mCPU, cost 20 (extra 20",
+		"PodDisruptionBudgets: 0 violation(s), no plan violates fewer",
 		"research/finetune-0: gpu-r1-n0 numa0/", "Explanation:", "== greedy:", "Cost model: extra floor 0"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
@@ -392,4 +398,52 @@ func TestBadInput(t *testing.T) {
 	if code, _, _ := runTool(t, "", "-f", "-", "--pod", "a/b"); code != exitBadInput {
 		t.Fatalf("empty stdin: exit %d, want 2", code)
 	}
+}
+
+// A PodDisruptionBudget that allows no disruption over the eval pods (the cheapest room): the
+// plan avoids them, shows 0 violations proven fewest, and equals the plugin's.
+func TestPDBProtectedVictimsAreAvoided(t *testing.T) {
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list map[string]any
+	if err := json.Unmarshal(data, &list); err != nil {
+		t.Fatal(err)
+	}
+	pdb := map[string]any{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+		"metadata": map[string]any{"namespace": "batch", "name": "eval"},
+		"spec":     map[string]any{"minAvailable": 2, "selector": map[string]any{"matchLabels": map[string]any{"app": "eval"}}},
+		"status":   map[string]any{"disruptionsAllowed": 0, "currentHealthy": 2, "desiredHealthy": 2, "expectedPods": 2}}
+	list["items"] = append(list["items"].([]any), pdb)
+	augmented, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runTool(t, string(augmented), "--config", config, "--now", fixedTime, "--pod", "research/finetune-0", "--json")
+	if code != exitPlan {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var a answer
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatalf("decode: %v\n%s", err, out)
+	}
+	p := planOf(t, &a, "branch_and_bound")
+	for _, v := range p.Victims {
+		if strings.Contains(v.Name, "eval") {
+			t.Fatalf("victims %v include a PDB-protected eval pod", victimPods(p))
+		}
+	}
+	if p.PDB == nil || p.PDB.Violations != 0 || !p.PDB.Proven || p.PDB.Pass != "protected kept" || p.PDB.Protected != 2 || p.Cost <= 40 {
+		t.Fatalf("plan cost %g, PDB %+v; want above 40 with 0 violations proven, 2 protected", p.Cost, p.PDB)
+	}
+	code, text, _ := runTool(t, string(augmented), "--config", config, "--now", fixedTime, "--pod", "research/finetune-0")
+	if code != exitPlan || !strings.Contains(text, "PodDisruptionBudgets: 0 violation(s), no plan violates fewer (protected kept; 2 protected workload(s))") {
+		t.Fatalf("text output lacks the PDB line:\n%s", text)
+	}
+	in, pods, _ := pluginView(t)
+	in.PDBs = []*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Namespace: "batch", Name: "eval"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "eval"}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}}
+	crossCheck(t, p, []*corev1.Pod{findPod(pods, "research", "finetune-0")}, nil, in)
 }

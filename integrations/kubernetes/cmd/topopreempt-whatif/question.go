@@ -55,6 +55,7 @@ func newQuestion(cluster *objects, spec *preemptorSpec, now time.Time) (*questio
 		}
 	}
 	addGroups(cluster.Groups)
+	q.in.PDBs = cluster.PDBs
 	q.in.PodGroup = func(ns, name string) *schedulingv1beta1.PodGroup { return groups[[2]string{ns, name}] }
 
 	offNode := 0

@@ -123,9 +123,9 @@ func TestScenarios(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s with %s: %v", s.Name, v.Name, err)
 				}
-				logf("%s/%s: ran=%v topology=%v (%s) victims=%d cost=%g wasted=%d; optimum %d victims cost %g",
+				logf("%s/%s: ran=%v topology=%v (%s) victims=%d cost=%g wasted=%d pdb=%d; optimum %d victims cost %g",
 					s.Name, v.Name, res.PreemptorRan, res.TopologyHonoured, res.TopologyNote, len(res.Victims),
-					res.VictimCost, res.WastedEvictions, res.OptimumVictims, res.OptimumCost)
+					res.VictimCost, res.WastedEvictions, res.PDBViolations, res.OptimumVictims, res.OptimumCost)
 				results = append(results, res)
 				checkInvariants(t, s, res)
 			}
@@ -228,6 +228,12 @@ func compareWithBaseline(t *testing.T, base string, results []*Result) {
 			logf("%s: no %s result here (-scale-variants): wasted evictions checked, nothing compared", id, base)
 			continue
 		}
+		if r.ReachOptimum && (!r.PreemptorRan || !r.TopologyHonoured || r.VictimCost != r.OptimumCost) {
+			t.Errorf("%s: the preemptor ran=%v at cost %g; the optimum is %g (%s)", id, r.PreemptorRan, r.VictimCost, r.OptimumCost, r.Optimum)
+		}
+		if r.PDBViolations > b.PDBViolations {
+			t.Errorf("%s: %d PDB violations, the baseline %d", id, r.PDBViolations, b.PDBViolations)
+		}
 		if b.PreemptorRan && b.TopologyHonoured {
 			if !r.PreemptorRan || !r.TopologyHonoured {
 				t.Errorf("%s: the baseline placed the preemptor inside its requirement, this variant did not (%s)", id, r.TopologyNote)
@@ -271,8 +277,8 @@ func writeResults(dir string, results []*Result) error {
 
 func markdown(results []*Result) string {
 	var b strings.Builder
-	b.WriteString("| scenario | GPUs as | scheduler | preemptor ran | topology | victims | cost | wasted | optimum (victims, cost) | PostFilter calls, total ms, p50/p99 ms |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | GPUs as | scheduler | preemptor ran | topology | victims | cost | wasted | PDB violations | optimum (victims, cost) | PostFilter calls, total ms, p50/p99 ms |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		var timing []string
 		for _, p := range r.PostFilter {
@@ -283,8 +289,8 @@ func markdown(results []*Result) string {
 		if r.PreemptorRan {
 			ran = fmt.Sprintf("yes (%.1fs)", r.SecondsToRun)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %v: %s | %d | %g | %d | %d, %g | %s |\n", r.Scenario, r.Mode, r.Scheduler, ran,
-			r.TopologyHonoured, r.TopologyNote, len(r.Victims), r.VictimCost, r.WastedEvictions,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %v: %s | %d | %g | %d | %d | %d, %g | %s |\n", r.Scenario, r.Mode, r.Scheduler, ran,
+			r.TopologyHonoured, r.TopologyNote, len(r.Victims), r.VictimCost, r.WastedEvictions, r.PDBViolations,
 			r.OptimumVictims, r.OptimumCost, strings.Join(timing, "; "))
 	}
 	b.WriteString("\nVictims:\n\n")

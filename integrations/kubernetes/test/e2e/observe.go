@@ -28,7 +28,9 @@ type Victim struct {
 	GPUs     []int   `json:"gpus"`
 	Priority int32   `json:"priority"`
 	Cost     float64 `json:"cost"`
-	Wasted   bool    `json:"wasted"` // none of its GPUs went to the preemptor
+	Wasted   bool    `json:"wasted"` // the preemptor could use nothing it freed (see observeAfter)
+	// PDBViolation: a PDB of the scenario (none allows a disruption) selects it.
+	PDBViolation bool `json:"pdb_violation,omitempty"`
 }
 
 // Placement is where one preemptor pod ran.
@@ -70,7 +72,9 @@ type Result struct {
 	Victims          []Victim    `json:"victims"`
 	VictimCost       float64     `json:"victim_cost"`
 	WastedEvictions  int         `json:"wasted_evictions"`
+	PDBViolations    int         `json:"pdb_violations"`
 	Schedulable      bool        `json:"schedulable"`
+	ReachOptimum     bool        `json:"reach_optimum,omitempty"`
 	Optimum          string      `json:"optimum"`
 	OptimumCost      float64     `json:"optimum_cost"`
 	OptimumVictims   int         `json:"optimum_victims"`
@@ -93,7 +97,7 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	client := c.Client
 	ns := fmt.Sprintf("%s-%s-%s", s.Name, s.Mode, v.Name)
 	res := &Result{Scenario: s.Name, Mode: s.Mode, SameNUMA: s.Preemptor.SameNUMA, Title: s.Title, Scheduler: v.Name, Nodes: len(s.Nodes), FillPods: len(s.Fill),
-		Schedulable: s.Schedulable, Optimum: s.Optimum, OptimumCost: s.OptimumCost, OptimumVictims: s.OptimumVictims}
+		Schedulable: s.Schedulable, ReachOptimum: s.ReachOptimum, Optimum: s.Optimum, OptimumCost: s.OptimumCost, OptimumVictims: s.OptimumVictims}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
@@ -253,13 +257,19 @@ func submitPreemptor(ctx context.Context, client kubernetes.Interface, ns string
 		name := preemptorPodName(p, i)
 		var pod *corev1.Pod
 		if mode == ExtendedResource {
-			pod = makePod(ns, name, "preemptor", p.Priority, "", group, p.GPUsPerPod, 0)
+			pod = makePod(ns, name, "preemptor", p.Priority, "", group, p.GPUsPerPod, 0, p.cpuOf())
 		} else {
 			claim := makeClaim(ns, name+"-gpus", p.GPUsPerPod, p.SameNUMA)
 			if _, err := client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
 				return fmt.Errorf("preemptor claim: %w", err)
 			}
-			pod = makePod(ns, name, "preemptor", p.Priority, claim.Name, group, 0, 0)
+			pod = makePod(ns, name, "preemptor", p.Priority, claim.Name, group, 0, 0, p.cpuOf())
+		}
+		pod.Spec.NodeSelector = p.NodeSelector
+		if p.AvoidNode != "" {
+			pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: HostLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{p.AvoidNode}}}}}}}}
 		}
 		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("preemptor pod: %w", err)
@@ -337,22 +347,74 @@ func observeAfter(ctx context.Context, client kubernetes.Interface, ns string, s
 		res.Placements = append(res.Placements, pl)
 	}
 	res.TopologyHonoured, res.TopologyNote = topologyVerdict(s, res)
+	// CPU: what the preemptor pods that ran ask on each node, and what the fill pods left there
+	// hold.
+	preemptorCPU := map[string]int{}
+	for _, pl := range res.Placements {
+		if pl.Node != "" && res.PreemptorRan {
+			preemptorCPU[pl.Node] += s.Preemptor.cpuOf()
+		}
+	}
+	heldCPU := map[string]int{}
+	for _, f := range s.Fill {
+		if !preempted[f.Name] {
+			heldCPU[f.Node] += f.cpuOf()
+		}
+	}
+	first := len(res.Victims)
 	for _, f := range s.Fill {
 		if !preempted[f.Name] || counted[f.Name] {
 			continue
 		}
 		counted[f.Name] = true
-		// Wasted: none of its GPUs went to a preemptor that runs inside its requirement.
+		// Wasted: the preemptor, running inside its requirement, could use nothing the victim
+		// freed: none of its GPUs went to a preemptor, and (on a preemptor's node) the
+		// preemptor's CPU would have fitted with the victim still there.
 		v := Victim{Pod: f.Name, Node: f.Node, GPUs: f.GPUs, Priority: PriorityClasses[f.Priority], Cost: f.Cost, Wasted: true}
 		for _, g := range f.GPUs {
 			if used[gpuKey{f.Node, g}] && res.TopologyHonoured {
 				v.Wasted = false
 			}
 		}
+		if need := preemptorCPU[f.Node]; need > 0 && res.TopologyHonoured && NodeCPUMilli-heldCPU[f.Node]-f.cpuOf() < need {
+			v.Wasted = false
+		}
+		for _, b := range s.PDBs {
+			if matches(f, b.Selector) {
+				v.PDBViolation = true
+			}
+		}
 		res.Victims = append(res.Victims, v)
+	}
+	// A disruptionMode=All victim gang goes whole: its members are wasted only if all are (the
+	// gang evicted whole as the cheapest way to free what the preemptor used is not waste).
+	useful := map[string]bool{}
+	groupOf := map[string]string{}
+	disruptAll := map[string]bool{}
+	for _, g := range s.FillGroups {
+		disruptAll[g.Name] = g.DisruptAll
+	}
+	for _, f := range s.Fill {
+		if disruptAll[f.Group] {
+			groupOf[f.Name] = f.Group
+		}
+	}
+	for _, v := range res.Victims[first:] {
+		if g := groupOf[v.Pod]; g != "" && !v.Wasted {
+			useful[g] = true
+		}
+	}
+	for i := first; i < len(res.Victims); i++ {
+		v := &res.Victims[i]
+		if useful[groupOf[v.Pod]] {
+			v.Wasted = false
+		}
 		res.VictimCost += v.Cost
 		if v.Wasted {
 			res.WastedEvictions++
+		}
+		if v.PDBViolation {
+			res.PDBViolations++
 		}
 	}
 	return nil

@@ -28,6 +28,18 @@ type PreemptorSpec struct {
 	GPUsPerPod     int
 	SameNUMA       bool
 	Group          *GroupSpec
+	// NodeSelector, AvoidNode (a required node affinity NotIn that hostname) and CPUMilli (0:
+	// one core) go on every preemptor pod.
+	NodeSelector map[string]string
+	AvoidNode    string
+	CPUMilli     int
+}
+
+func (p PreemptorSpec) cpuOf() int {
+	if p.CPUMilli == 0 {
+		return 1000
+	}
+	return p.CPUMilli
 }
 
 // Scenario is one initial state plus one preemptor. Optimum is the minimum-cost victim set,
@@ -38,6 +50,7 @@ type Scenario struct {
 	Nodes           []NodeSpec
 	FillGroups      []GroupSpec
 	Fill            []FillPod
+	PDBs            []PDBSpec
 	Preemptor       PreemptorSpec
 	Schedulable     bool          // some victim set lets the preemptor run inside its requirement
 	Optimum         string        // the minimum-cost victim set, in words
@@ -55,6 +68,10 @@ type Scenario struct {
 	OwnControlPlane bool
 	// Variants names the variants that run this scenario; empty: every variant.
 	Variants []string
+	// ReachOptimum: every variant but the baseline must run the preemptor at exactly the
+	// optimum's cost (-baseline; the issue-33 states, where everything that matters is visible
+	// to TopoPreempt in both GPU modes).
+	ReachOptimum bool
 }
 
 // defaultCost prices a victim by priority (priority + 1), the way the Slurm integration's
@@ -101,7 +118,9 @@ func span(from, to int) []int {
 // after another (1: the single preemptor) by the variants scaleVariants (empty: every one).
 func Scenarios(scaleNodes int, scaleModes []GPUMode, scalePreemptors int, scaleVariants []string) []*Scenario {
 	var out []*Scenario
-	for _, build := range []func() *Scenario{numaFragmented, cheapestNotLowest, gangOneRack, unsatisfiable} {
+	builds := []func() *Scenario{numaFragmented, cheapestNotLowest, gangOneRack, unsatisfiable}
+	builds = append(builds, SchedulerKnowsScenarios()...)
+	for _, build := range builds {
 		for _, mode := range []GPUMode{DRA, ExtendedResource} {
 			s := build()
 			s.Mode = mode

@@ -150,6 +150,7 @@ func runSequence(ctx context.Context, c *cluster.Cluster, sched *cluster.Schedul
 		res.Victims = append(res.Victims, sub.Victims...)
 		res.VictimCost += sub.VictimCost
 		res.WastedEvictions += sub.WastedEvictions
+		res.PDBViolations += sub.PDBViolations
 		if sub.PreemptorRan {
 			ranCount++
 			res.SecondsToRun = math.Max(res.SecondsToRun, sub.SecondsToRun)

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
@@ -51,16 +53,43 @@ const (
 // PriorityClasses used by the scenarios. "high" is above the preemptors: never a victim.
 var PriorityClasses = map[string]int32{"low": 100, "low-b": 110, "mid": 200, "preemptor": 500, "high": 1000}
 
-// NodeSpec is one fake node and where it sits in the topology.
-type NodeSpec struct{ Name, Zone, Block, Rack string }
+// NodeSpec is one fake node and where it sits in the topology; NoRack leaves the rack label
+// off, Labels and Taints are added to the node.
+type NodeSpec struct {
+	Name, Zone, Block, Rack string
+	NoRack                  bool
+	Labels                  map[string]string
+	Taints                  []corev1.Taint
+}
+
+// NodeCPUMilli is every node's allocatable CPU (128 cores).
+const NodeCPUMilli = 128000
 
 // FillPod is a running pod of the initial state: bound to Node, holding exactly GPUs
 // (device indexes; none for a CPU-only pod), optionally a member of the fill PodGroup Group.
+// It requests CPUMilli millicores (0: one core) and carries Labels.
 type FillPod struct {
 	Name, Node, Priority string
 	GPUs                 []int
 	Cost                 float64
 	Group                string
+	CPUMilli             int
+	Labels               map[string]string
+}
+
+// cpuOf is a fill pod's CPU request in millicores.
+func (f FillPod) cpuOf() int {
+	if f.CPUMilli == 0 {
+		return 1000
+	}
+	return f.CPUMilli
+}
+
+// PDBSpec is a PodDisruptionBudget over the fill pods with these labels that allows no
+// disruption (minAvailable: all of them).
+type PDBSpec struct {
+	Name     string
+	Selector map[string]string
 }
 
 // GroupSpec is a PodGroup (gang) of the initial state or the preemptor's.
@@ -80,20 +109,28 @@ func pcieRoot(i int) string { return fmt.Sprintf("pci0000:%02x", 0x10*(i/GPUsPer
 
 func makeNode(n NodeSpec) *corev1.Node {
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("128"),
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(NodeCPUMilli, resource.DecimalSI),
 		corev1.ResourceMemory: resource.MustParse("1Ti"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 		GPUResource:           *resource.NewQuantity(GPUsPerNode, resource.DecimalSI),
 	}
-	return &corev1.Node{
+	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: n.Name,
 			Labels: map[string]string{HostLabel: n.Name, ZoneLabel: n.Zone, BlockLabel: n.Block,
 				RackLabel: n.Rack, "type": "kwok"},
 			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
 		},
+		Spec:   corev1.NodeSpec{Taints: n.Taints},
 		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
 	}
+	for k, v := range n.Labels {
+		node.Labels[k] = v
+	}
+	if n.NoRack {
+		delete(node.Labels, RackLabel)
+	}
+	return node
 }
 
 func makeSlice(node string) *resourcev1.ResourceSlice {
@@ -136,9 +173,9 @@ func makeClaim(ns, name string, count int, sameNUMA bool) *resourcev1.ResourceCl
 	return claim
 }
 
-// makePod is a pod of priority class priority; claim names its ResourceClaim ("" for none),
-// extendedGPUs is its count of GPUResource (0 for none).
-func makePod(ns, name, role, priority, claim, group string, extendedGPUs int, cost float64) *corev1.Pod {
+// makePod is a pod of priority class priority requesting cpuMilli millicores; claim names its
+// ResourceClaim ("" for none), extendedGPUs is its count of GPUResource (0 for none).
+func makePod(ns, name, role, priority, claim, group string, extendedGPUs int, cost float64, cpuMilli int) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
 			Labels:      map[string]string{RoleLabel: role},
@@ -147,7 +184,8 @@ func makePod(ns, name, role, priority, claim, group string, extendedGPUs int, co
 			PriorityClassName: priority,
 			Containers: []corev1.Container{{Name: "work", Image: "registry.invalid/fake:1",
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+					corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(cpuMilli), resource.DecimalSI),
+					corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
 			Tolerations: []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists,
 				Effect: corev1.TaintEffectNoSchedule}},
 		},
@@ -255,12 +293,60 @@ func applyState(ctx context.Context, client kubernetes.Interface, ns string, s *
 			return fmt.Errorf("podgroup %s: %w", g.Name, err)
 		}
 	}
-	return parallel(len(s.Fill), 32, func(i int) error { return placeFillPod(ctx, client, ns, s.Mode, s.Fill[i]) })
+	if err := parallel(len(s.Fill), 32, func(i int) error { return placeFillPod(ctx, client, ns, s.Mode, s.Fill[i]) }); err != nil {
+		return err
+	}
+	for _, b := range s.PDBs {
+		if err := createPDB(ctx, client, ns, s, b); err != nil {
+			return fmt.Errorf("pdb %s: %w", b.Name, err)
+		}
+	}
+	return nil
+}
+
+func addLabels(pod *corev1.Pod, labels map[string]string) {
+	for k, v := range labels {
+		pod.Labels[k] = v
+	}
+}
+
+// matches says whether a fill pod carries every label of selector.
+func matches(f FillPod, selector map[string]string) bool {
+	for k, v := range selector {
+		if f.Labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
+}
+
+// createPDB creates the PDB with minAvailable = its pods, and writes the status the
+// disruption controller would (this control plane runs none): no disruption allowed, so
+// evicting any of its pods is one violation to both schedulers.
+func createPDB(ctx context.Context, client kubernetes.Interface, ns string, s *Scenario, b PDBSpec) error {
+	count := int32(0)
+	for _, f := range s.Fill {
+		if matches(f, b.Selector) {
+			count++
+		}
+	}
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: b.Name},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(count)),
+			Selector: &metav1.LabelSelector{MatchLabels: b.Selector}}}
+	created, err := client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	created.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: created.Generation, DisruptionsAllowed: 0,
+		CurrentHealthy: count, DesiredHealthy: count, ExpectedPods: count}
+	_, err = client.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	return err
 }
 
 func placeFillPod(ctx context.Context, client kubernetes.Interface, ns string, mode GPUMode, f FillPod) error {
 	if mode == ExtendedResource {
-		pod := makePod(ns, f.Name, "fill", f.Priority, "", f.Group, len(f.GPUs), f.Cost)
+		pod := makePod(ns, f.Name, "fill", f.Priority, "", f.Group, len(f.GPUs), f.Cost, f.cpuOf())
+		addLabels(pod, f.Labels)
 		pod.Spec.NodeName = f.Node
 		_, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		return err
@@ -277,7 +363,8 @@ func placeFillPod(ctx context.Context, client kubernetes.Interface, ns string, m
 			return fmt.Errorf("claim %s: %w", claimName, err)
 		}
 	}
-	pod := makePod(ns, f.Name, "fill", f.Priority, claimName, f.Group, 0, f.Cost)
+	pod := makePod(ns, f.Name, "fill", f.Priority, claimName, f.Group, 0, f.Cost, f.cpuOf())
+	addLabels(pod, f.Labels)
 	pod.Spec.NodeName = f.Node
 	created, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
@@ -356,6 +443,9 @@ func clearState(ctx context.Context, client kubernetes.Interface, ns string) err
 		return err
 	}
 	if err := client.SchedulingV1beta1().PodGroups(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return err
+	}
+	if err := client.PolicyV1().PodDisruptionBudgets(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 		return err
 	}
 	if err := again(func() error {
