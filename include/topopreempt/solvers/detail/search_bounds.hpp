@@ -48,9 +48,10 @@ template <class Rep, class Period>
 class DeadlineWatch {
  public:
   explicit DeadlineWatch(Clock::time_point deadline) noexcept : deadline_(deadline) {}
-  /// Whether the deadline has passed (checked now, not amortised).
+  /// Whether the deadline has passed (checked now, not amortised; no clock is read when there
+  /// is no deadline, so a solve without a time limit pays nothing for the check).
   [[nodiscard]] bool expired_now() noexcept {
-    if (!expired_) expired_ = Clock::now() >= deadline_;
+    if (!expired_ && deadline_ != Clock::time_point::max()) expired_ = Clock::now() >= deadline_;
     return expired_;
   }
   /// Whether the deadline has passed, checking the clock every 64th call.
