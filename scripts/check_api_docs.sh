@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Builds the API reference (target topopreempt_docs, doxygen) in its own small build tree and
 # fails on any doxygen warning, such as a public entity without a doc comment (CI stage 2).
-# Then proves the check can fail: on a scratch copy with the doc comments of one C++ function and
-# one C function removed, the same configuration must fail and name both.
+# Then proves the check can fail: on a scratch copy with the doc comments of one C++ function, one
+# C function and one enum value removed, the same configuration must fail and name all three.
 #   usage: bash scripts/check_api_docs.sh [build-dir]   (default build/docs)
 # Needs doxygen (apt-get install doxygen), python3, and what configuring the project needs
 # (Eigen, range-v3). Takes a few seconds.
@@ -19,7 +19,7 @@ cmake -S . -B "$build" -DTOPOPREEMPT_BUILD_DOCS=ON -DTOPOPREEMPT_BUILD_TESTS=OFF
 cmake --build "$build" --target topopreempt_docs
 echo "check_api_docs: the reference built with no warning: $build/docs/reference/html/index.html"
 
-# The control: the same Doxyfile over a copy missing two doc comments must fail.
+# The control: the same Doxyfile over a copy missing three doc comments must fail.
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/topopreempt-docs.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 cp -r include "$scratch/include"
@@ -44,20 +44,25 @@ def drop_comment_above(path, declaration, comment):
 drop_comment_above(f"{root}/include/topopreempt/plan/verifier.hpp",
                    r"^\[\[nodiscard\]\] PlanVerdict verify_plan\(", r"^\s*///")
 drop_comment_above(f"{root}/topopreempt_c.h", r"tp_cluster_create\(void\)", r"^\s*/?\*")
+drop_comment_above(f"{root}/include/topopreempt/model/resources.hpp", r"^  device,$", r"^\s*///")
 PY
-if { cat "$build/docs/reference/Doxyfile"
+{ cat "$build/docs/reference/Doxyfile"
   echo "INPUT = $scratch/include/topopreempt $scratch/topopreempt_c.h"
   echo "STRIP_FROM_PATH = $scratch"
   echo "OUTPUT_DIRECTORY = $scratch/out"
-} | doxygen - >"$scratch/control.log" 2>&1; then
-  echo "check_api_docs: ERROR: doxygen passed with two doc comments removed" >&2
+} | doxygen - >"$scratch/control.log" 2>&1 && doxygen_passed=1 || doxygen_passed=0
+python3 docs/reference/check_enumerators.py "$scratch/out/xml" >>"$scratch/control.log" 2>&1 &&
+  enumerators_passed=1 || enumerators_passed=0
+if ((doxygen_passed || enumerators_passed)); then
+  cat "$scratch/control.log" >&2
+  echo "check_api_docs: ERROR: a check passed with doc comments removed" >&2
   exit 1
 fi
-for missing in 'verify_plan' 'tp_cluster_create'; do
+for missing in 'verify_plan' 'tp_cluster_create' 'ResourceKind::device'; do
   grep -q "$missing.* is not documented" "$scratch/control.log" || {
     cat "$scratch/control.log" >&2
     echo "check_api_docs: ERROR: the control run did not name $missing" >&2
     exit 1
   }
 done
-echo "check_api_docs: control ok: removing the doc comments of verify_plan and tp_cluster_create fails the check"
+echo "check_api_docs: control ok: removing the doc comments of verify_plan, tp_cluster_create and ResourceKind::device fails the check"

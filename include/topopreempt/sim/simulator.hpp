@@ -130,14 +130,14 @@ struct AllocationSample {
 
 /// What happened, for event logs (`SimulationOptions::record_events`).
 enum class EventKind : std::uint8_t {
-  arrival,
-  start,
-  completion,
-  eviction,
-  shrink,
-  requeue,
-  drop,
-  grow,  ///< a controller added replicas (`ClusterControl::grow`)
+  arrival,     ///< the job arrived and joined the queue
+  start,       ///< it started (or restarted) on a placement
+  completion,  ///< it ran to completion
+  eviction,    ///< a plan evicted it; it loses its work since the last checkpoint
+  shrink,      ///< a plan or a controller dropped some of its replicas
+  requeue,     ///< it rejoined the queue after an eviction's restart delay
+  drop,        ///< it could not be placed and was dropped (`keep_unplaced`)
+  grow,        ///< a controller added replicas (`ClusterControl::grow`)
 };
 
 /// "arrival", "start", ...

@@ -59,6 +59,7 @@ extern "C" {
 
 /* Result of every call that can fail; tp_status_name() spells it. */
 typedef enum tp_status {
+  /* success */
   TP_OK = 0,
   TP_E_NULL = 1,      /* a required pointer or handle is NULL */
   TP_E_INVALID = 2,   /* a bad argument: unknown level, negative amount, NaN cost input, a
