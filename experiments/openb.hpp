@@ -36,7 +36,7 @@ inline std::optional<std::filesystem::path> openb_data_dir_or_skip(std::string_v
                "cluster-trace-gpu-v2023/csv\n"
             << "  fgd/: github.com/hkust-adsl/kubernetes-scheduler-simulator, commit 8f3d6417, "
                "experiments/analysis/expected_results\n"
-            << "  (README.md, \"Data for tests and experiments\")\n";
+            << "  (docs/install.md, \"Data for tests and experiments\")\n";
   return std::nullopt;
 }
 

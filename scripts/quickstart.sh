@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# README quick start: install dependencies, build the quick-start example in Release, run it,
+# README quick start: install dependencies, build the quick-start example in Release, run it (its
+# side-by-side table of every solver first, then the exact plan explained once; `--explain all`
+# for every explanation),
 # then a short Experiment A (a simulated day on 41 of the paper's servers; EXPERIMENTS.md).
 # Also builds build/release/tools/topopreempt-whatif, which the README's commands after the
 # quick start use (scripts/readme_commands.sh runs them).

@@ -66,7 +66,7 @@ inline std::optional<std::filesystem::path> data_file_or_skip(std::string_view r
     MESSAGE(skipped_marker, ": ", relative, " is not in ",
             dir ? dir->string() : std::string("the data directory (none found)"),
             "; set TOPOPREEMPT_DATA_DIR to the data set (../shared/data) to run this check;"
-            " where to get it: README.md, \"Data for tests and experiments\"");
+            " where to get it: docs/install.md, \"Data for tests and experiments\"");
   }
   return file;
 }

@@ -634,8 +634,11 @@ class SubsetSearch {
 /// Thread-safety: `solve` is const and reads `state` only.
 class exhaustive_subsets_solver {
  public:
+  /// The name plans and reports carry.
   static constexpr std::string_view name = "exhaustive_subsets";
+  /// Exact: brute force over every subset (within its victim limit).
   static constexpr bool is_exact = true;
+  /// A reference for comparison, not a solver to deploy (`is_baseline_v`).
   static constexpr bool is_baseline = true;
 
   /// How candidates are ranked (default `cost_first`).

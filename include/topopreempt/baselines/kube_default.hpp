@@ -550,7 +550,9 @@ class KubeDefaultRun {
 /// some replica has no candidate node. Cost = sum of `cost_model.evict` over the victims; elastic
 /// victims are always evicted whole. Thread-safety: `solve` is const and reads `state` only.
 struct kube_default_solver {
+  /// The name plans and reports carry.
   static constexpr std::string_view name = "kube_default";
+  /// A reference for comparison, not a solver to deploy (`is_baseline_v`).
   static constexpr bool is_baseline = true;
 
   /// Chooses victims for `preemptor` (see the type's documentation). Throws

@@ -42,9 +42,12 @@ namespace impl {
 /// `jct_reduction[w - 1]` (seconds, or any unit shared by all jobs). Values need not grow with
 /// w (a throughput curve may saturate or fall); dominated options are simply never chosen.
 struct ElasticJobOption {
+  /// The elastic job.
   WorkloadId job{};
   std::string name{};  ///< for messages only; may be empty
+  /// GPUs one extra worker takes.
   std::int64_t gpus_per_worker = 1;
+  /// `jct_reduction[w - 1]`: the value of `w` extra workers (w = 1, 2, ...).
   std::vector<double> jct_reduction{};
 
   /// "elastic job 7 'bert'" for messages.
@@ -55,10 +58,13 @@ struct ElasticJobOption {
 
 /// How many extra workers one job gets.
 struct ScalingDecision {
+  /// The elastic job.
   WorkloadId job{};
+  /// Extra workers it gets (0: none).
   std::int32_t extra_workers = 0;
   std::int64_t gpus = 0;       ///< extra_workers x gpus_per_worker
   double jct_reduction = 0.0;  ///< the option's value (0 for no extra workers)
+  /// Member-wise equality.
   friend bool operator==(const ScalingDecision&, const ScalingDecision&) = default;
 };
 
@@ -70,12 +76,16 @@ enum class ScalingStatus : std::uint8_t {
 
 /// Result of `scale_elastic_jobs`.
 struct ScalingPlan {
+  /// `too_large` when the DP would exceed its cell limit.
   ScalingStatus status = ScalingStatus::optimal;
   std::vector<ScalingDecision> decisions;  ///< one per input job, input order
   double total_jct_reduction = 0.0;        ///< sum of the decisions' values, in input order
+  /// GPUs the decisions take together.
   std::int64_t gpus_used = 0;
+  /// GPUs that were free to share out.
   std::int64_t free_gpus = 0;
   std::uint64_t dp_cells = 0;  ///< DP cells evaluated
+  /// Member-wise equality.
   friend bool operator==(const ScalingPlan&, const ScalingPlan&) = default;
 };
 

@@ -46,6 +46,7 @@ namespace topopreempt::capacity {
 /// weights (1 and 10) shrinking is an order of magnitude cheaper per replica, so every solver
 /// drops elastic workers before it preempts anything, and among preemptions prefers small jobs.
 struct shrink_elastic_first {
+  /// The name reports carry.
   static constexpr std::string_view name = "shrink_elastic_first";
   double shrink_weight = 1.0;  ///< price of one dropped elastic replica
   double evict_weight = 10.0;  ///< price of each replica of a preempted job
@@ -63,6 +64,7 @@ static_assert(CostModel<shrink_elastic_first>);
 
 /// What reclaiming one host costs, victim by victim.
 struct ServerCost {
+  /// The loaned host this prices.
   DomainId host;
   /// Sum of the victims' costs; +infinity when the host is not reclaimable.
   double cost = 0.0;
@@ -78,6 +80,7 @@ struct ServerCost {
 
 /// One pick of a reclaim plan.
 struct ReclaimStep {
+  /// The host reclaimed at this step.
   DomainId host;
   /// Marginal cost of this host at the moment it was picked, i.e. after the previous steps'
   /// shrinks and preemptions (the quantity Aryl's greedy compares).
@@ -85,6 +88,7 @@ struct ReclaimStep {
   /// What this pick does. `dropped_replicas` are indices into the workload's replica list in
   /// the *input* state (not renumbered by earlier shrinks), so steps can be read independently.
   std::vector<Victim> victims;
+  /// Member-wise equality.
   friend bool operator==(const ReclaimStep&, const ReclaimStep&) = default;
 };
 
@@ -119,6 +123,7 @@ struct ReclaimPlan {
     for (const ReclaimStep& step : steps) result.push_back(step.host);
     return result;
   }
+  /// Member-wise equality.
   friend bool operator==(const ReclaimPlan&, const ReclaimPlan&) = default;
 };
 

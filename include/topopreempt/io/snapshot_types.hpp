@@ -69,6 +69,7 @@ class SnapshotError : public std::runtime_error {
 
 /// Parameters of `cost::kubernetes_order`, whose priority ranks come from the loaded state.
 struct KubernetesOrderSpec {
+  /// The cost model's name in a snapshot.
   static constexpr std::string_view name = "kubernetes_order";
   /// 0 (the default, when absent): the exact mixed radix of the running workloads; else a
   /// whole number >= 2 for `base^rank`. See `cost::kubernetes_order`.
@@ -125,6 +126,7 @@ struct SolverSpec {
   std::string name = "branch_and_bound";      ///< one of `solver_names`
   std::optional<std::int64_t> time_limit_ms;  ///< wall-clock limit in milliseconds
   std::optional<std::uint64_t> node_limit;    ///< search-node limit
+  /// Member-wise equality.
   friend bool operator==(const SolverSpec&, const SolverSpec&) = default;
 };
 

@@ -33,6 +33,7 @@ namespace topopreempt {
 /// Read-only, non-owning view of one running workload and its placement entries, valid until
 /// the next mutation of the state. Lets hot loops read footprints without copying them.
 struct WorkloadView {
+  /// The workload as it was added (and shrunk since).
   const Workload& workload;
   std::span<const DomainId> domains;  ///< one per placement entry
   const Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic>& amounts;  ///< dims x entries
@@ -371,8 +372,11 @@ class Allocation {
   /// One victim of `preempt_and_start`: evicted whole, or shrunk by dropping `dropped`
   /// (replica indices, as `shrink` takes them).
   struct VictimChange {
+    /// The victim.
     WorkloadId id;
+    /// true: remove the whole workload; false: shrink it by `dropped`.
     bool evict = true;
+    /// For a shrink: the replica indices to drop.
     std::span<const std::int32_t> dropped;
   };
 

@@ -38,8 +38,10 @@ static_assert(CapacityView<Allocation>);
 template <CapacityView Base>
 class OverlayView {
  public:
+  /// A view over `base`, which must outlive it; nothing released yet.
   explicit OverlayView(const Base& base) : base_(&base) {}
 
+  /// The topology of the base state.
   [[nodiscard]] const Topology& topology() const { return base_->topology(); }
 
   /// Makes everything in `entries` free again.
@@ -55,12 +57,14 @@ class OverlayView {
     for (const auto& entry : entries) change(entry.domain, entry.amount, +1);
   }
 
+  /// Free amount of dimension `dim` in domain `d`, with the overlay's changes applied.
   [[nodiscard]] Amount free(DomainId d, std::size_t dim) const {
     Amount result = base_->free(d, dim);
     const auto [first, last] = range(d);
     for (auto it = first; it != last; ++it) result -= it->amount(static_cast<Eigen::Index>(dim));
     return result;
   }
+  /// Idle devices under domain `d`, with the overlay's changes applied.
   [[nodiscard]] std::int64_t idle_devices(DomainId d) const {
     std::int64_t result = base_->idle_devices(d);
     const auto [first, last] = range(d);
@@ -72,6 +76,7 @@ class OverlayView {
     }
     return result;
   }
+  /// How many workloads hold part of `device`, with the overlay's changes applied.
   [[nodiscard]] std::int64_t device_occupancy(DomainId device) const {
     std::int64_t result = base_->device_occupancy(device);
     const auto it = std::lower_bound(changes_.begin(), changes_.end(), device, by_domain);

@@ -52,8 +52,10 @@ inline constexpr std::int32_t preemptor = 2000;  ///< default priority of `make_
 /// ~60,000 workloads) at 92 % GPU occupancy.
 struct ClusterSpec {
   std::size_t nodes = 100;  ///< dense 8-GPU nodes (`shapes::dense_8gpu_server`)
+  /// Nodes per rack.
   std::size_t nodes_per_rack = 32;
   double target_occupancy = 0.92;  ///< fraction of GPUs to keep busy, in [0, 1]
+  /// Random seed: the same spec and seed give the same cluster.
   std::uint64_t seed = 1;
   /// Fraction of busy GPUs held by multi-node gangs (2-4 replicas of 8 GPUs, guaranteed node
   /// per replica and rack per gang). Only racks of at least 2 nodes get gangs.
@@ -75,7 +77,9 @@ struct ClusterSpec {
 /// A generated cluster: the topology and the running workloads (ids 1, 2, ... in creation
 /// order).
 struct GeneratedCluster {
+  /// The generated topology (racks of dense 8-GPU nodes).
   std::shared_ptr<const Topology> topology;
+  /// The running workloads on it.
   Allocation state;
 };
 
@@ -497,13 +501,17 @@ enum class PreemptorKind : std::uint8_t {
 
 /// A pending high-priority workload to make room for.
 struct PreemptorSpec {
+  /// What the preemptor asks for (GPU count and the scope it must hold).
   PreemptorKind kind = PreemptorKind::node;
   std::int32_t gpus = 8;  ///< total GPUs of the workload (all replicas)
   /// rack_gang only: number of replicas (gpus / replicas each, at most 8).
   std::int32_t replicas = 2;
+  /// Its priority: above every generated workload by default.
   std::int32_t priority = generated_priority::preemptor;
   WorkloadId id{std::uint64_t{1} << 62};  ///< far above generated ids
+  /// CPU it asks for per GPU, pooled beside its GPUs.
   Amount cpu_milli_per_gpu = 6000;
+  /// Memory it asks for per GPU, pooled beside its GPUs.
   Amount memory_mib_per_gpu = Amount{64} * 1024;
 };
 

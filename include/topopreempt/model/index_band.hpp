@@ -15,6 +15,7 @@ namespace topopreempt {
 /// is over the band's workloads that hold at least one device entry in the domain; a band
 /// none of whose workloads holds a device is not visited.
 struct IndexBand {
+  /// The band's priority.
   std::int32_t priority = 0;
   /// Least `max(seconds_since_checkpoint, 0) x device_units_per_replica / device entries per
   /// replica`: the least lost work (device-seconds) per device entry a victim frees. The most

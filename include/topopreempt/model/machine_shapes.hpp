@@ -27,9 +27,12 @@ namespace topopreempt::shapes {
 
 /// One domain of a machine shape and its subtree.
 struct ShapeDomain {
+  /// Its level, e.g. "numa".
   std::string level;
+  /// Its name, unique among its siblings, e.g. "numa0".
   std::string name;
   ResourceVector local_capacity;  ///< empty = zero
+  /// Its child domains, in order.
   std::vector<ShapeDomain> children;
 };
 
@@ -37,6 +40,7 @@ struct ShapeDomain {
 struct MachineShape {
   std::string model;                ///< e.g. "hgx-h100"
   std::vector<std::string> levels;  ///< the shape's own levels, its root's level first
+  /// The machine's root domain (at `levels.front()`) and its subtree.
   ShapeDomain root;
   std::optional<Eigen::MatrixXd> affinity;  ///< per host (node): device x device
 };
@@ -258,7 +262,9 @@ inline void add_machine(TopologyBuilder& builder, TopologyBuilder::Handle parent
 
 /// A named machine of a cluster.
 struct ClusterMember {
+  /// The machine's domain name in the cluster, e.g. "node7".
   std::string name;
+  /// Its shape (shared by every machine of that model).
   std::shared_ptr<const MachineShape> shape;
 };
 

@@ -16,8 +16,11 @@ namespace topopreempt {
 /// An amount taken from one domain: a whole device, a share of a device, or a pooled amount
 /// (CPU, memory) from a domain holding pooled capacity.
 struct PlacementEntry {
+  /// The domain the amount is taken from: a device, or a domain holding pooled capacity.
   DomainId domain;
+  /// The amounts taken there (zero in the other dimensions).
   ResourceVector amount;
+  /// Same domain and same amounts.
   friend bool operator==(const PlacementEntry& a, const PlacementEntry& b) {
     return a.domain == b.domain && a.amount.size() == b.amount.size() && a.amount == b.amount;
   }
@@ -25,13 +28,17 @@ struct PlacementEntry {
 
 /// Everything one replica holds.
 struct ReplicaPlacement {
+  /// The replica's entries.
   std::vector<PlacementEntry> entries;
+  /// Member-wise equality.
   friend bool operator==(const ReplicaPlacement&, const ReplicaPlacement&) = default;
 };
 
 /// Everything a workload holds, replica by replica.
 struct Placement {
+  /// One entry per replica, in replica order.
   std::vector<ReplicaPlacement> replicas;
+  /// Member-wise equality.
   friend bool operator==(const Placement&, const Placement&) = default;
 
   /// The device leaves of all replicas, in order.

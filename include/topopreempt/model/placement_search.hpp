@@ -35,10 +35,13 @@ namespace topopreempt {
 /// A workload's per-replica demand resolved against a topology (levels as indices, the demand
 /// split into devices, device share and pooled amounts). Cheap to copy; build once per decision.
 struct ResolvedDemand {
+  /// Whole devices per replica.
   std::int64_t whole_devices = 0;
   ResourceVector share;   ///< device dimensions of a one-device share (zero if none)
   ResourceVector pooled;  ///< pooled dimensions
+  /// Whether `share` is non-zero (a replica takes part of one device).
   bool has_share = false;
+  /// Replicas of the workload.
   std::int32_t replicas = 1;
   /// Replicas are confined to domains of this level. With `replica_preferred` set it is the
   /// loosest level the best-effort replica scope may relax to (the host, or the guaranteed gang
@@ -126,7 +129,9 @@ struct ResolvedDemand {
 
 /// Result of a placement search.
 struct PlacementSearchResult {
+  /// Whether a placement was found.
   bool found = false;
+  /// The placement, down to devices (empty when not found).
   Placement placement;
   DomainId gang_domain;          ///< lowest domain holding every entry (pools included)
   LevelIndex gang_level = 0;     ///< level of `Placement::enclosing_domain` (deeper is tighter)

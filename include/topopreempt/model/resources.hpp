@@ -38,8 +38,11 @@ enum class ResourceKind : std::uint8_t {
 
 /// One named dimension.
 struct ResourceDimension {
+  /// Its name, e.g. "gpu_milli".
   std::string name;
+  /// Where its capacity lives: on devices or pooled on inner domains.
   ResourceKind kind = ResourceKind::pooled;
+  /// Member-wise equality.
   friend bool operator==(const ResourceDimension&, const ResourceDimension&) = default;
 };
 
@@ -135,6 +138,7 @@ class ResourceSchema {
     return text.empty() ? std::string("nothing") : text;
   }
 
+  /// Same dimensions in the same order.
   friend bool operator==(const ResourceSchema&, const ResourceSchema&) = default;
 
  private:

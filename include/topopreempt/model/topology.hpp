@@ -27,7 +27,9 @@ namespace topopreempt {
 /// Identifies a domain of one `Topology`: its position in depth-first pre-order, so the subtree
 /// of a domain is the contiguous id range [id, subtree_end(id)).
 struct DomainId {
+  /// The domain's index in the topology (pre-order); the maximum means "no domain".
   std::uint32_t value = std::numeric_limits<std::uint32_t>::max();
+  /// Ordered by index: pre-order, so a subtree is a contiguous range.
   friend constexpr auto operator<=>(DomainId, DomainId) = default;
   /// False for the default-constructed "no domain".
   [[nodiscard]] constexpr bool valid() const noexcept {
@@ -301,6 +303,7 @@ class TopologyBuilder {
  public:
   /// A domain being built (index in insertion order).
   struct Handle {
+    /// Insertion index.
     std::uint32_t index = 0;
   };
 
@@ -413,6 +416,7 @@ class TopologyBuilder {
 
   /// Index of an affinity matrix registered with `intern_affinity`, for `set_affinity`.
   struct AffinityHandle {
+    /// Index among the interned matrices.
     std::uint32_t index = 0;
   };
 

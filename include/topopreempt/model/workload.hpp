@@ -17,7 +17,9 @@ namespace topopreempt {
 
 /// Identifies a workload inside one `Allocation`.
 struct WorkloadId {
+  /// The id's number, chosen by the caller.
   std::uint64_t value = 0;
+  /// Ordered by number.
   friend constexpr auto operator<=>(WorkloadId, WorkloadId) = default;
 };
 
@@ -30,6 +32,7 @@ enum class RequirementMode : std::uint8_t {
 
 /// "Everything of this scope inside one domain of `level`".
 struct TopologyRequirement {
+  /// How strictly the scope must hold (`none`: no wish).
   RequirementMode mode = RequirementMode::none;
   std::string level{};  ///< a level name of the topology (ignored when mode is none)
 
@@ -41,6 +44,7 @@ struct TopologyRequirement {
   [[nodiscard]] static TopologyRequirement best_effort(std::string level_name) {
     return {RequirementMode::best_effort, std::move(level_name)};
   }
+  /// Member-wise equality.
   friend bool operator==(const TopologyRequirement&, const TopologyRequirement&) = default;
 };
 
@@ -51,6 +55,7 @@ struct TopologyRequirement {
 /// device dimensions: a share of one single device (e.g. gpu_milli=500). Pooled dimensions
 /// (CPU, memory) are drawn from pools inside the domain the replica is confined to.
 struct ReplicaDemand {
+  /// Whole devices per replica (the device dimensions of `resources` are then zero).
   std::int32_t whole_devices = 0;
   ResourceVector resources{};  ///< over the topology's schema; empty means all zero
 };
@@ -67,14 +72,18 @@ struct CostInputs {
 /// A job: a gang of `replicas` identical replicas. Preempting it frees every replica; an
 /// elastic workload (`min_replicas` < `replicas`) may instead be shrunk to `min_replicas`.
 struct Workload {
+  /// Unique among the workloads of one state and its preemptors.
   WorkloadId id{};
   std::string name{};         ///< for messages only; may be empty
   std::int32_t priority = 0;  ///< larger wins; only strictly lower priorities are victims
+  /// false: never a victim.
   bool preemptible = true;
+  /// Replicas of the gang (1 for a single pod).
   std::int32_t replicas = 1;
   /// Elastic lower bound in [1, replicas]; nullopt = not elastic. Never 0: a workload shrunk
   /// to no replica would be running with nothing, so losing every replica is an eviction.
   std::optional<std::int32_t> min_replicas{};
+  /// What each replica asks for.
   ReplicaDemand demand{};
   TopologyRequirement replica_scope{};  ///< e.g. guaranteed "numa": each replica in one NUMA node
   TopologyRequirement gang_scope{};     ///< e.g. guaranteed "rack": all replicas in one rack
@@ -86,6 +95,7 @@ struct Workload {
   /// it keeps holding. Requires a gang scope looser than the host level (or none), since R > 1
   /// replicas cannot lie on distinct hosts inside one host.
   bool distinct_hosts = false;
+  /// Inputs of the cost models (start time, lost work, model size, extra cost).
   CostInputs cost{};
 
   /// "workload 7 'llama-70b'" for messages.

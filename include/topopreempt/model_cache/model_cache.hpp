@@ -45,21 +45,27 @@ namespace topopreempt::model_cache {
 
 /// One model resident in a GPU's memory.
 struct CachedModel {
+  /// The model's id.
   std::string model_id;
+  /// GPU memory it occupies.
   Amount size_mib = 0;
   double last_use = 0.0;  ///< seconds, same clock as `now` everywhere
+  /// Member-wise equality.
   friend bool operator==(const CachedModel&, const CachedModel&) = default;
 };
 
 /// A model a task needs.
 struct ModelRef {
+  /// The model's id.
   std::string id;
+  /// GPU memory it needs when loaded.
   Amount size_mib = 0;
 };
 
 /// A unit of work that needs some models resident on its GPU.
 struct Task {
   std::string name{};            ///< for messages only
+  /// The models it needs in GPU memory.
   std::vector<ModelRef> models{};
   double duration_s = 0.0;       ///< run time once started (used by `dispatch`)
   /// "task 'summarise'" for messages.
@@ -499,6 +505,7 @@ inline double dispatch(ModelCacheState& state, const Task& task, DomainId worker
 /// runs. Thread-safety: const reads only.
 class cache_aware_reload {
  public:
+  /// The name plans and reports carry.
   static constexpr std::string_view name = "cache_aware_reload";
   /// Price of a victim whose model survives elsewhere (and of a model-less victim).
   double cached_elsewhere_cost = 0.1;

@@ -61,10 +61,12 @@ class IncrementalDecider {
 
   /// Domain reads answered from the cache, and reads done, over the decider's life.
   [[nodiscard]] std::uint64_t reused_reads() const noexcept { return cache_.hits; }
+  /// Domain reads done afresh, over the decider's life.
   [[nodiscard]] std::uint64_t fresh_reads() const noexcept { return cache_.misses; }
   /// Group bounds (the root's, a rack's, or a host's when targets lie below it: index bounds
   /// under priced models) answered from the cache, and taken, over the decider's life.
   [[nodiscard]] std::uint64_t reused_group_bounds() const noexcept { return cache_.group_hits; }
+  /// Group bounds taken afresh, over the decider's life.
   [[nodiscard]] std::uint64_t fresh_group_bounds() const noexcept { return cache_.group_misses; }
 
   /// The preemptor decided for.

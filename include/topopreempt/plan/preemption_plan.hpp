@@ -47,18 +47,24 @@ enum class VictimAction : std::uint8_t {
 
 /// One victim of a plan.
 struct Victim {
+  /// The victim workload.
   WorkloadId id;
+  /// Evicted whole, or shrunk by `dropped_replicas`.
   VictimAction action = VictimAction::evict;
   std::vector<std::int32_t> dropped_replicas;  ///< replica indices, for `shrink`
   double cost = 0.0;                           ///< its share of the plan's cost
   std::string reason;                          ///< e.g. "frees 2 GPUs in numa3"
+  /// Member-wise equality.
   friend bool operator==(const Victim&, const Victim&) = default;
 };
 
 /// Why a candidate domain did not win.
 struct DomainVerdict {
+  /// The candidate target domain.
   DomainId domain;
+  /// Why it lost, e.g. "costs 7 > 5".
   std::string reason;
+  /// Member-wise equality.
   friend bool operator==(const DomainVerdict&, const DomainVerdict&) = default;
 };
 
@@ -94,6 +100,7 @@ struct Downgrade {
   DomainId domain;         ///< the candidate target domain concerned
   DowngradeReason reason;  ///< which kind of precondition or limit
   std::string detail;      ///< which one exactly, e.g. "DP table over 16777216 cells"
+  /// Member-wise equality.
   friend bool operator==(const Downgrade&, const Downgrade&) = default;
 };
 
@@ -107,18 +114,23 @@ struct SolverStatistics {
   std::uint64_t victims_considered = 0;  ///< candidate victims read
   double seconds = 0.0;                  ///< wall time of the decision
   bool limit_reached = false;            ///< a node or time limit stopped the search
+  /// Member-wise equality.
   friend bool operator==(const SolverStatistics&, const SolverStatistics&) = default;
 };
 
 /// The version of one domain a plan was computed against (`Allocation::domain_version`).
 struct DomainVersion {
+  /// The domain.
   DomainId domain;
+  /// Its version when the plan was computed.
   std::uint64_t version = 0;
+  /// Member-wise equality.
   friend bool operator==(const DomainVersion&, const DomainVersion&) = default;
 };
 
 /// The answer to "what must be preempted so that this workload can start?".
 struct PreemptionPlan {
+  /// What was found and what is proven (see `PlanStatus`).
   PlanStatus status = PlanStatus::infeasible;
   std::string solver;                ///< which solver produced it
   std::vector<Victim> victims;       ///< sorted by workload id
@@ -136,6 +148,7 @@ struct PreemptionPlan {
   /// beaten anyway. Always empty for greedy (it claims nothing) and the baselines.
   std::vector<Downgrade> downgrades;
   std::string explanation;              ///< readable summary of all of the above
+  /// How the decision went: domains looked at, search nodes, time, limits.
   SolverStatistics statistics;
   /// The workload this plan is for (`commit` refuses any other).
   WorkloadId preemptor;
@@ -156,6 +169,7 @@ struct PreemptionPlan {
     const double denominator = std::max(std::abs(cost), 1e-12);
     return std::max(0.0, (cost - lower_bound) / denominator);
   }
+  /// The same decision: every field alike, the decision's wall time (`statistics.seconds`) aside.
   friend bool operator==(const PreemptionPlan& a, const PreemptionPlan& b) {
     // Timing is the one thing that may differ between identical decisions.
     SolverStatistics sa = a.statistics;

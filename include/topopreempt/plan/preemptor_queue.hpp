@@ -128,7 +128,9 @@ class Nominations {
 
 /// One preemptor's outcome in a `QueueResult`.
 struct QueuedPlan {
+  /// The preemptor.
   WorkloadId preemptor;
+  /// Whether it got a plan this call, kept its nomination, or must wait.
   NominationStatus status = NominationStatus::planned;
   /// Its plan, computed on (and valid for) the state left by the preemptors before it in the
   /// result; an infeasible (unknown) plan when `status` is `infeasible` (`unknown`).

@@ -35,6 +35,7 @@ struct CommitResult {
 
   /// Whether the plan was applied.
   [[nodiscard]] explicit operator bool() const noexcept { return committed; }
+  /// Member-wise equality.
   friend bool operator==(const CommitResult&, const CommitResult&) = default;
 };
 

@@ -21,7 +21,9 @@ namespace topopreempt::sim {
 
 /// A trace job as a controller sees it.
 struct JobStatus {
+  /// The job's workload id.
   WorkloadId id{};
+  /// Its priority.
   std::int32_t priority = 0;
   std::int32_t replicas = 0;        ///< replicas now (running), or as it will start (waiting)
   std::int32_t trace_replicas = 0;  ///< replicas in the trace: the size at which work rate is 1

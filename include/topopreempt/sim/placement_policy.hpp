@@ -35,7 +35,9 @@ concept PlacementPolicy = requires(const Policy& policy, const Allocation& state
 /// The library's placement: `find_placement` (tightest tier, best fit by idle devices, affinity
 /// inside a host). Draws nothing from `random`.
 struct default_placement {
+  /// The name reports carry.
   static constexpr std::string_view name = "find_placement";
+  /// Where `workload` would go in `state`, or nothing when it does not fit.
   [[nodiscard]] std::optional<Placement> place(const Allocation& state, const Workload& workload,
                                                Random&) const {
     PlacementSearchResult found = find_placement(state, workload);
@@ -87,9 +89,12 @@ namespace detail {
 /// with the least room left that fits). Gangs (more than one replica, or a gang scope) are
 /// placed by `find_placement`.
 struct best_fit_placement {
+  /// The name reports carry.
   static constexpr std::string_view name = "best_fit";
+  /// true: FGD's integer scores with random tie-breaks; false: raw scores, lowest domain id.
   bool fgd_integer_scores = true;
 
+  /// Where `workload` would go in `state`, or nothing when it does not fit.
   [[nodiscard]] std::optional<Placement> place(const Allocation& state, const Workload& workload,
                                                Random& random) const {
     if (!detail::single_host_workload(workload))
@@ -140,7 +145,9 @@ struct best_fit_placement {
 /// FGD's Random baseline: a host chosen uniformly among those where the pod fits. Gangs are
 /// placed by `find_placement`.
 struct random_placement {
+  /// The name reports carry.
   static constexpr std::string_view name = "random";
+  /// Where `workload` would go in `state`, or nothing when it does not fit.
   [[nodiscard]] std::optional<Placement> place(const Allocation& state, const Workload& workload,
                                                Random& random) const {
     if (!detail::single_host_workload(workload))

@@ -92,6 +92,7 @@ struct SimulationOptions {
   bool record_events = false;
   /// Called every `progress_every` processed events and once at the end; may be empty.
   std::function<void(const SimulationProgress&)> progress{};
+  /// Events between two `progress` calls.
   std::uint64_t progress_every = 1000;
   /// A cluster-level controller, called at simulated times 0, `control_interval_s`,
   /// 2 x `control_interval_s`, ... while some trace job is unfinished (none is called after the
@@ -107,15 +108,21 @@ struct SimulationOptions {
 /// Waiting time of one priority class: from entering the queue (arrival, or re-entry after an
 /// eviction) to each start.
 struct PriorityWaits {
+  /// The priority class.
   std::int32_t priority = 0;
+  /// Starts counted (restarts after an eviction included).
   std::uint64_t starts = 0;
+  /// Mean wait, seconds.
   double mean_s = 0.0;
+  /// Median wait, seconds.
   double p50_s = 0.0;
+  /// 99th-percentile wait, seconds.
   double p99_s = 0.0;
 };
 
 /// One sample of the allocation ratio.
 struct AllocationSample {
+  /// Simulated time, seconds.
   double time_s = 0.0;
   double arrived_gpu_ratio = 0.0;    ///< GPUs requested by every job arrived so far / capacity
   double allocated_gpu_ratio = 0.0;  ///< GPUs held by running jobs / capacity
@@ -123,14 +130,14 @@ struct AllocationSample {
 
 /// What happened, for event logs (`SimulationOptions::record_events`).
 enum class EventKind : std::uint8_t {
-  arrival,
-  start,
-  completion,
-  eviction,
-  shrink,
-  requeue,
-  drop,
-  grow,  ///< a controller added replicas (`ClusterControl::grow`)
+  arrival,     ///< the job arrived and joined the queue
+  start,       ///< it started (or restarted) on a placement
+  completion,  ///< it ran to completion
+  eviction,    ///< a plan evicted it; it loses its work since the last checkpoint
+  shrink,      ///< a plan or a controller dropped some of its replicas
+  requeue,     ///< it rejoined the queue after an eviction's restart delay
+  drop,        ///< it could not be placed and was dropped (`keep_unplaced`)
+  grow,        ///< a controller added replicas (`ClusterControl::grow`)
 };
 
 /// "arrival", "start", ...
@@ -158,9 +165,13 @@ enum class EventKind : std::uint8_t {
 
 /// One logged event.
 struct EventRecord {
+  /// Simulated time, seconds.
   double time_s = 0.0;
+  /// What happened.
   EventKind kind = EventKind::arrival;
+  /// To which job.
   WorkloadId id{};
+  /// Member-wise equality.
   friend bool operator==(const EventRecord&, const EventRecord&) = default;
 };
 
@@ -168,13 +179,19 @@ struct EventRecord {
 /// derived from it) are deterministic for a trace, options and seed; `digest()` prints exactly
 /// those.
 struct SimulationMetrics {
+  /// The solver's name.
   std::string solver;
+  /// The cost model's name.
   std::string cost_model;
+  /// The placement policy's name.
   std::string placement_policy;
+  /// Jobs in the trace.
   std::uint64_t jobs = 0;
   std::uint64_t jobs_started = 0;  ///< jobs that started at least once
+  /// Jobs that ran to completion.
   std::uint64_t jobs_completed = 0;
   std::uint64_t jobs_dropped = 0;  ///< `keep_unplaced = false` only
+  /// Jobs still queued when the run ended.
   std::uint64_t jobs_waiting_at_end = 0;
   std::uint64_t decisions = 0;    ///< solver calls
   std::uint64_t preemptions = 0;  ///< plans with victims that were carried out
@@ -189,16 +206,19 @@ struct SimulationMetrics {
   std::uint64_t control_calls = 0;  ///< controller calls
   double victim_cost = 0.0;         ///< sum of the plans' costs under the run's cost model
   double gpu_hours_lost = 0.0;      ///< work since the last checkpoint of evicted jobs x GPUs
+  /// Plans checked by the verifier (`verify_plans`).
   std::uint64_t plans_verified = 0;
   std::uint64_t plans_rejected = 0;            ///< failed `verify_plan`; not carried out
   std::vector<std::string> verifier_failures;  ///< the first few rejections, explained
   std::vector<PriorityWaits> waits;            ///< ascending priority
+  /// The allocation ratio over time (`record_allocation`).
   std::vector<AllocationSample> allocation;
   /// Time-weighted GPU allocation ratio (controller reservations count when `in_use`).
   double mean_allocation_ratio = 0.0;
   double mean_jct_s = 0.0;    ///< completion - arrival, over completed jobs
   double mean_queue_s = 0.0;  ///< total time waiting in the queue, over completed jobs
   double end_time_s = 0.0;    ///< simulated time of the last processed event
+  /// Every event, when `record_events` is set.
   std::vector<EventRecord> events;
   std::vector<double> decision_seconds;  ///< wall time of each decision (NOT deterministic)
 

@@ -24,6 +24,7 @@ namespace topopreempt::sim {
 /// elastic minimum, per-replica demand, topology scopes); the rest says when it comes and how
 /// long it runs.
 struct TraceJob {
+  /// The job: its id, priority, demand and requirements.
   Workload workload{};
   double arrival_s = 0.0;   ///< when it enters the queue
   double duration_s = 0.0;  ///< work at full size: seconds it runs if never disturbed

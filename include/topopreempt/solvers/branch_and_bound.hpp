@@ -377,7 +377,9 @@ class BranchAndBoundSearch {
 /// shared state are safe while nobody mutates the state.
 class branch_and_bound_solver {
  public:
+  /// The name plans and reports carry.
   static constexpr std::string_view name = "branch_and_bound";
+  /// Exact: `optimal` means a proven minimum cost.
   static constexpr bool is_exact = true;
 
   /// Stop after `nodes` search nodes (then `feasible` with a gap). Past the limit each domain

@@ -58,7 +58,9 @@ concept UniformPriceModel = PriceFloorModel<Model> && requires(const Model& mode
 /// A lower bound on the price of any action (an eviction, or a shrink) on a victim of one
 /// `IndexBand`: at least `per_victim + per_device_entry x` the device entries the action frees.
 struct PriceRate {
+  /// Least price of one victim.
   double per_victim = 0.0;
+  /// Least price per device entry a victim frees.
   double per_device_entry = 0.0;
 };
 
@@ -176,8 +178,11 @@ namespace cost {
 
 /// Number of disrupted workloads: 1 per eviction, 1 per shrink.
 struct victim_count {
+  /// The name plans carry.
   static constexpr std::string_view name = "victim_count";
+  /// 1 per eviction.
   [[nodiscard]] double evict(const Workload&) const noexcept { return 1.0; }
+  /// 1 per shrink, whatever it drops.
   [[nodiscard]] double shrink(const Workload&, std::int32_t) const noexcept { return 1.0; }
   /// Every action costs 1.
   [[nodiscard]] double least_price() const noexcept { return 1.0; }
@@ -193,11 +198,15 @@ struct victim_count {
 /// (with a whole offset). Prefers few, low-priority victims. A plan's cost is
 /// `victims x offset + priority sum` (shrinks counted pro rata): `describe_cost` shows the parts.
 struct priority_weighted {
+  /// The name plans carry.
   static constexpr std::string_view name = "priority_weighted";
+  /// Added to every victim's priority (2^31: the paper's weighting).
   double offset = 2147483648.0;
+  /// `priority + offset`.
   [[nodiscard]] double evict(const Workload& victim) const noexcept {
     return static_cast<double>(victim.priority) + offset;
   }
+  /// `priority + offset` pro rata to the replicas dropped, rounded up to a whole number.
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
     const double whole = evict(victim);
     const std::int32_t replicas = std::max(victim.replicas, 1);
@@ -263,6 +272,7 @@ struct priority_weighted {
 /// `check_price_sum` any set of eligible victims whose weights sum past 2^53.
 class kubernetes_order {
  public:
+  /// The name plans carry.
   static constexpr std::string_view name = "kubernetes_order";
   /// `priorities`: every priority a victim may have (e.g. each running workload's priority,
   /// duplicates included: they size the default radix). `base`: 0 for the exact mixed radix,
@@ -297,6 +307,7 @@ class kubernetes_order {
     state.for_each_workload([&](const Workload& w) { priorities.push_back(w.priority); });
     return kubernetes_order(std::move(priorities), base);
   }
+  /// The weight of the victim's priority rank; throws for a priority not given at construction.
   [[nodiscard]] double evict(const Workload& victim) const {
     const auto it = std::lower_bound(priorities_.begin(), priorities_.end(), victim.priority);
     if (it == priorities_.end() || *it != victim.priority) {
@@ -305,6 +316,7 @@ class kubernetes_order {
     }
     return weights_[static_cast<std::size_t>(it - priorities_.begin())];
   }
+  /// As an eviction: Kubernetes counts a disrupted pod whole.
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t) const { return evict(victim); }
   /// The lowest rank costs 1.
   [[nodiscard]] double least_price() const noexcept { return 1.0; }
@@ -357,16 +369,20 @@ class kubernetes_order {
 /// times replicas times `seconds_since_checkpoint`), plus `floor` per victim so that a victim
 /// that just checkpointed is still not free to evict.
 struct lost_work {
+  /// The name plans carry.
   static constexpr std::string_view name = "lost_work";
+  /// Added per victim, so that a just-checkpointed victim is not free.
   double floor = 1.0;
   /// Whole devices per replica, or a share's fraction of one (`device_units_per_replica`).
   [[nodiscard]] static double gpus_per_replica(const Workload& victim) noexcept {
     return device_units_per_replica(victim);
   }
+  /// Device-seconds since the last checkpoint, all replicas, plus `floor`.
   [[nodiscard]] double evict(const Workload& victim) const noexcept {
     return floor + gpus_per_replica(victim) * victim.replicas *
                        std::max(victim.cost.seconds_since_checkpoint, 0.0);
   }
+  /// The same, for the dropped replicas only, plus `floor`.
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
     return floor +
            gpus_per_replica(victim) * dropped * std::max(victim.cost.seconds_since_checkpoint, 0.0);
@@ -390,13 +406,18 @@ struct lost_work {
 /// Model reload cost (Compass): seconds to load the victim's model back into GPU memory,
 /// `model_size_gib / bandwidth_gib_per_s` per replica, plus `floor` per victim.
 struct reload_time {
+  /// The name plans carry.
   static constexpr std::string_view name = "reload_time";
+  /// Model load bandwidth, GiB/s (> 0).
   double bandwidth_gib_per_s = 2.0;
+  /// Added per victim.
   double floor = 1.0;
+  /// Seconds to reload the model on every replica, plus `floor`.
   [[nodiscard]] double evict(const Workload& victim) const noexcept {
     return floor +
            victim.replicas * std::max(victim.cost.model_size_gib, 0.0) / bandwidth_gib_per_s;
   }
+  /// The same, for the dropped replicas only, plus `floor`.
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const noexcept {
     return floor + dropped * std::max(victim.cost.model_size_gib, 0.0) / bandwidth_gib_per_s;
   }
@@ -420,14 +441,21 @@ struct reload_time {
 /// `first_weight * First + second_weight * Second`: combine any two models.
 template <CostModel First, CostModel Second>
 struct weighted_sum {
+  /// The name plans carry.
   static constexpr std::string_view name = "weighted_sum";
+  /// The first model.
   First first;
+  /// The second model.
   Second second;
+  /// Weight of the first (>= 0).
   double first_weight = 1.0;
+  /// Weight of the second (>= 0).
   double second_weight = 1.0;
+  /// `first_weight x first + second_weight x second`.
   [[nodiscard]] double evict(const Workload& victim) const {
     return first_weight * first.evict(victim) + second_weight * second.evict(victim);
   }
+  /// `first_weight x first + second_weight x second`.
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const {
     return first_weight * first.shrink(victim, dropped) +
            second_weight * second.shrink(victim, dropped);
@@ -642,7 +670,7 @@ template <CostModel Model>
 /// not finite and >= 0 or is undercut by some victim's price, and, for a `GridPriceModel`, a
 /// price off its grid or prices summing past 2^53 grid steps. The baselines call this first;
 /// the three solvers check the same things domain by domain, on the victims of the domains they
-/// read (docs/model.md#cost-models). Cost: one pass over the running workloads, or O(1) for a
+/// read (`docs/model.md#cost-models`). Cost: one pass over the running workloads, or O(1) for a
 /// `UniformPriceModel` whose price times the number of running workloads is finite (its prices
 /// are declared, not read).
 template <CostModel Model>

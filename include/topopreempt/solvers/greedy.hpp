@@ -193,7 +193,9 @@ struct GreedySearch {
 ///
 /// Thread-safety: `solve` is const; concurrent calls on a shared, unmodified state are safe.
 struct greedy_solver {
+  /// The name plans and reports carry.
   static constexpr std::string_view name = "greedy";
+  /// Not exact: `optimal` only when a bound proves it.
   static constexpr bool is_exact = false;
 
   /// Chooses victims for `preemptor` under `model`. Throws `std::invalid_argument` naming the

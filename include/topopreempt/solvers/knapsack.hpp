@@ -145,6 +145,7 @@ struct KnapsackSearch {
 /// Thread-safety: `solve` is const; concurrent calls on a shared, unmodified state are safe.
 class knapsack_solver {
  public:
+  /// The name plans and reports carry.
   static constexpr std::string_view name = "knapsack";
   static constexpr bool is_exact = true;  ///< exact under its documented preconditions
 
@@ -153,6 +154,7 @@ class knapsack_solver {
     search_.max_cells = cells;
     return *this;
   }
+  /// The same on a temporary, e.g. `knapsack_solver{}.max_cells(1 << 20)`.
   knapsack_solver max_cells(std::size_t cells) && noexcept {
     search_.max_cells = cells;
     return *this;

@@ -62,7 +62,9 @@ extern "C" {
 
 /* ---- Versions and errors ------------------------------------------------------------------- */
 
+/* Result of every call that can fail; tp_status_name() spells it. */
 typedef enum tp_status {
+  /* success */
   TP_OK = 0,
   TP_E_NULL = 1,      /* a required pointer or handle is NULL */
   TP_E_INVALID = 2,   /* a bad argument: unknown level, negative amount, NaN cost input, a
@@ -84,6 +86,7 @@ TP_API const char* tp_status_name(tp_status status);
 
 /* ---- The cluster --------------------------------------------------------------------------- */
 
+/* A cluster state: a topology and the workloads running on it. Opaque. */
 typedef struct tp_cluster tp_cluster;
 
 /* A new, empty cluster (no topology yet). NULL only when out of memory. */
@@ -106,7 +109,9 @@ typedef enum tp_resource_kind {
   TP_RESOURCE_POOLED = 1  /* on inner domains (CPU, memory of a NUMA node or socket) */
 } tp_resource_kind;
 
+/* One resource dimension of a schema. */
 typedef struct tp_resource {
+  /* e.g. "gpu_milli", "cpu_milli", "memory_mib" */
   const char* name;
   int32_t kind; /* tp_resource_kind */
 } tp_resource;
@@ -114,15 +119,19 @@ typedef struct tp_resource {
 /* The shape of a topology: its levels root first, which one holds devices (the leaves) and
  * which one is the host (a replica never spans two hosts), and its resource dimensions. */
 typedef struct tp_schema {
+  /* sizeof(tp_schema), set by tp_schema_init */
   size_t struct_size;
   const char* const* levels; /* e.g. {"cluster","zone","rack","node","numa","pcie","gpu"} */
   size_t level_count;        /* 1..64 */
   const char* device_level;  /* e.g. "gpu" */
   const char* host_level;    /* e.g. "node"; must lie above the device level */
   const char* root_name;     /* name of the root domain; NULL: "cluster" */
+  /* the resource dimensions, e.g. gpu_milli (device), cpu_milli (pooled) */
   const tp_resource* resources;
+  /* entries of `resources` */
   size_t resource_count;
 } tp_schema;
+/* Sets struct_size and empties every field; call before filling a tp_schema. */
 TP_API void tp_schema_init(tp_schema* schema);
 
 /*
@@ -179,7 +188,9 @@ TP_API tp_status tp_cluster_set_affinity(tp_cluster* cluster, const char* host_p
  * Cost: O(domains + running placements). Forgets every cached decision. */
 TP_API tp_status tp_cluster_seal(tp_cluster* cluster);
 
+/* What a cluster holds and how its decisions were answered (tp_cluster_get_info). */
 typedef struct tp_cluster_info {
+  /* sizeof(tp_cluster_info), set by tp_cluster_info_init */
   size_t struct_size;
   int32_t sealed;         /* 1 once a topology was sealed */
   uint32_t pending_edits; /* edits since the last seal (0: the topology is current) */
@@ -194,11 +205,14 @@ typedef struct tp_cluster_info {
   uint64_t reused_reads;  /* domain reads answered from deciders' caches, in all */
   uint64_t fresh_reads;   /* domain reads done, in all */
 } tp_cluster_info;
+/* Sets struct_size and zeroes every field; call before tp_cluster_get_info. */
 TP_API void tp_cluster_info_init(tp_cluster_info* info);
+/* Fills `info` (initialised by tp_cluster_info_init) with the cluster's counts. */
 TP_API tp_status tp_cluster_get_info(tp_cluster* cluster, tp_cluster_info* info);
 
 /* ---- Workloads ----------------------------------------------------------------------------- */
 
+/* How strictly a scope (tp_scope) must hold. */
 typedef enum tp_scope_mode {
   TP_SCOPE_NONE = 0,        /* no wish at this scope */
   TP_SCOPE_BEST_EFFORT = 1, /* as tight as possible, never a reason not to start */
@@ -215,6 +229,7 @@ typedef struct tp_scope {
  * Slurm job: one replica per pod / node). Preempting it frees every replica; an elastic one
  * (min_replicas > 0) may instead be shrunk to min_replicas. */
 typedef struct tp_workload {
+  /* sizeof(tp_workload), set by tp_workload_init */
   size_t struct_size;
   uint64_t id;          /* unique among running workloads and the preemptor */
   const char* name;     /* for messages; may be NULL */
@@ -226,7 +241,9 @@ typedef struct tp_workload {
    * share of one device through device dimensions of `demand` (e.g. gpu_milli=500), plus
    * pooled dimensions (cpu_milli, memory_mib). */
   int32_t whole_devices;
+  /* the per-replica amounts of named dimensions (see above); NULL with count 0: none */
   const tp_amount* demand;
+  /* entries of `demand` */
   size_t demand_count;
   tp_scope replica_scope; /* e.g. guaranteed "numa": each replica inside one NUMA node */
   tp_scope gang_scope;    /* e.g. guaranteed "rack": all replicas inside one rack */
@@ -242,6 +259,7 @@ typedef struct tp_workload {
    * of ABI 1's size (ending at extra_cost) is accepted and reads as 0. */
   int32_t distinct_hosts;
 } tp_workload;
+/* Sets struct_size and the defaults (1 replica, preemptible, no scope); call before filling. */
 TP_API void tp_workload_init(tp_workload* workload);
 
 /* One amount a replica holds on one domain. The domain is `path` from the root, or, when
@@ -251,8 +269,10 @@ TP_API void tp_workload_init(tp_workload* workload);
 typedef struct tp_placement_entry {
   uint32_t replica; /* 0..replicas-1 */
   const char* host; /* NULL: `path` is from the root */
+  /* the domain, from the root or below `host` (NULL or "" with a host: the host itself) */
   const char* path;
   const tp_amount* amounts; /* NULL with count 0 on a device: the whole device */
+  /* entries of `amounts` */
   size_t amount_count;
 } tp_placement_entry;
 
@@ -273,12 +293,14 @@ TP_API int tp_cluster_workload_running(const tp_cluster* cluster, uint64_t id);
 
 /* ---- Plans --------------------------------------------------------------------------------- */
 
+/* Which solver answers tp_cluster_plan. */
 typedef enum tp_solver {
   TP_SOLVER_BRANCH_AND_BOUND = 0, /* exact (default); anytime under node/time limits */
   TP_SOLVER_KNAPSACK = 1,         /* exact per domain when its preconditions hold */
   TP_SOLVER_GREEDY = 2            /* fast, no optimality claim */
 } tp_solver;
 
+/* The price of evicting one victim, one term of a plan's cost (tp_cost_term). */
 typedef enum tp_cost_model {
   TP_COST_PRIORITY_WEIGHTED = 0, /* priority + offset per victim (shrink pro rata) */
   TP_COST_VICTIM_COUNT = 1,      /* 1 per victim */
@@ -298,11 +320,15 @@ typedef struct tp_cost_term {
   double base;                /* kubernetes_order: 0 (default) = exact mixed radix over the
                                  running workloads; else a whole number >= 2 for base^rank */
 } tp_cost_term;
+/* Sets every field of `term` to the library's defaults for `model` (weight 1). */
 TP_API void tp_cost_term_init(tp_cost_term* term, tp_cost_model model);
 
+/* Most terms a plan's cost may sum (tp_plan_options.cost). */
 #define TP_MAX_COST_TERMS 4
 
+/* How tp_cluster_plan decides: the solver, its limits and the cost model. */
 typedef struct tp_plan_options {
+  /* sizeof(tp_plan_options), set by tp_plan_options_init */
   size_t struct_size;
   int32_t solver;           /* tp_solver; default branch_and_bound */
   uint64_t node_limit;      /* branch_and_bound; 0: library default (2,000,000) */
@@ -312,8 +338,10 @@ typedef struct tp_plan_options {
   uint32_t cost_term_count; /* 1..TP_MAX_COST_TERMS; the cost is the weighted sum of the terms */
   tp_cost_term cost[TP_MAX_COST_TERMS]; /* default: one term, priority_weighted */
 } tp_plan_options;
+/* Sets struct_size and the defaults: branch_and_bound, priority_weighted, library limits. */
 TP_API void tp_plan_options_init(tp_plan_options* options);
 
+/* A preemption plan made by tp_cluster_plan. Opaque; read it with tp_plan_get_*. */
 typedef struct tp_plan tp_plan;
 
 /* Asks what to preempt so that `preemptor` (pending, not running) can start. Read-only on the
@@ -332,8 +360,10 @@ TP_API tp_status tp_cluster_plan(tp_cluster* cluster, const tp_workload* preempt
  * cluster or of a topology since resealed; TP_E_INVALID for an infeasible or unknown plan. */
 TP_API tp_status tp_cluster_commit(tp_cluster* cluster, const tp_plan* plan);
 
+/* Frees the plan and everything read from it. NULL is a no-op. */
 TP_API void tp_plan_destroy(tp_plan* plan);
 
+/* What a plan found (tp_plan_info.status). */
 typedef enum tp_plan_status {
   TP_PLAN_OPTIMAL = 0,             /* victims, proven minimum cost */
   TP_PLAN_FEASIBLE = 1,            /* victims; a limit was hit or the solver claims nothing */
@@ -344,7 +374,9 @@ typedef enum tp_plan_status {
                          no victims, no placement (a host answers as it would without us) */
 } tp_plan_status;
 
+/* A plan's summary (tp_plan_get_info); its strings live as long as the plan. */
 typedef struct tp_plan_info {
+  /* sizeof(tp_plan_info), set by tp_plan_info_init */
   size_t struct_size;
   int32_t status;           /* tp_plan_status */
   uint64_t preemptor;       /* the preemptor's id */
@@ -356,31 +388,45 @@ typedef struct tp_plan_info {
   const char* target;       /* path of the domain it lands in ("" root, or none) */
   const char* target_level; /* its level ("" when infeasible) */
   const char* target_host;  /* its host's name when it lies at or below a host, else "" */
+  /* victims (tp_plan_get_victims) */
   size_t victim_count;
   size_t entry_count; /* placement entries, all replicas */
+  /* the preemptor's replicas placed */
   int32_t replicas;
   const char* explanation; /* readable: why these victims, why other domains lost */
+  /* candidate target domains looked at */
   uint64_t domains_considered;
+  /* domains whose victim problem was solved (not rejected by a bound) */
   uint64_t domains_solved;
+  /* branch-and-bound search nodes */
   uint64_t nodes_explored;
+  /* 1 when a node or time limit stopped the search (nothing is then proven optimal) */
   int32_t limit_reached;
+  /* wall-clock seconds the decision took */
   double seconds;
   uint64_t generation; /* the cluster's topology generation it was made on */
 } tp_plan_info;
+/* Sets struct_size and zeroes every field; call before tp_plan_get_info. */
 TP_API void tp_plan_info_init(tp_plan_info* info);
+/* Fills `info` (initialised by tp_plan_info_init) with the plan's summary. */
 TP_API tp_status tp_plan_get_info(const tp_plan* plan, tp_plan_info* info);
 
+/* What happens to a victim. */
 typedef enum tp_victim_action {
   TP_VICTIM_EVICT = 0, /* the whole gang goes */
   TP_VICTIM_SHRINK = 1 /* an elastic workload drops `dropped_replicas` */
 } tp_victim_action;
 
+/* One victim of a plan (tp_plan_get_victims). */
 typedef struct tp_victim {
+  /* the victim workload's id */
   uint64_t id;
   int32_t action; /* tp_victim_action */
+  /* entries of `dropped_replicas` (0 for an eviction) */
   size_t dropped_count;
   const int32_t* dropped_replicas; /* replica indices, for a shrink */
   double cost;                     /* its share of the plan's cost */
+  /* why it was chosen, readable */
   const char* reason;
 } tp_victim;
 
@@ -389,6 +435,7 @@ TP_API tp_status tp_plan_get_victims(const tp_plan* plan, const tp_victim** vict
 
 /* One entry of the preemptor's placement. */
 typedef struct tp_plan_entry {
+  /* the preemptor's replica, 0..replicas-1 */
   uint32_t replica;
   const char* path;      /* from the root, e.g. "rack0/node3/numa1/gpu5" */
   const char* host;      /* the host's name, e.g. "node3" */
@@ -396,6 +443,7 @@ typedef struct tp_plan_entry {
   const char* level;     /* the domain's level */
   int32_t is_device;     /* 1 for a device leaf */
   uint32_t device_index; /* position among its host's devices (pre-order), for devices */
+  /* the amounts taken on this domain */
   const tp_amount* amounts;
   size_t amount_count; /* the non-zero amounts taken */
 } tp_plan_entry;
