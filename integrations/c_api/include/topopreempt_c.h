@@ -472,6 +472,7 @@ TP_API tp_status tp_plan_get_placement(const tp_plan* plan, const tp_plan_entry*
  * priorities, also when those changed), since a kept plan must be exact under the cost it is
  * judged by. The preemptors then read `TP_NOMINATION_PLANNED`.
  */
+/* The queue: an opaque handle holding the nominations of one cluster's pending preemptors. */
 typedef struct tp_queue tp_queue;
 
 /* A new queue with no nomination. NULL only when out of memory. */
@@ -506,7 +507,7 @@ typedef struct tp_queued_plan {
   const char* error;    /* why it was rejected; "" otherwise */
   const char* const* moved; /* resumed or replanned: paths of the domains its old nomination
                                depended on that changed (none when its request changed) */
-  size_t moved_count;
+  size_t moved_count;       /* how many paths `moved` holds */
 } tp_queued_plan;
 
 /* Plans for the `count` pending preemptors `preemptors[0..count)` together (see above), under
