@@ -598,7 +598,9 @@ std::uint64_t eligible_state_digest(const tp_snapshot_t& snapshot, const tp_requ
       const tp_holding_t& holding = snapshot.holdings[h];
       fnv_mix(digest, static_cast<std::uint64_t>(holding.node));
       fnv_mix(digest, holding.gpu_mask);
-      for (const int cores : holding.cores_on_socket) fnv_mix(digest, static_cast<std::uint64_t>(cores));
+      for (const int cores : holding.cores_on_socket) {
+        fnv_mix(digest, static_cast<std::uint64_t>(cores));
+      }
       fnv_mix(digest, static_cast<std::uint64_t>(holding.memory_mb));
     }
     jobs += digest;
@@ -609,7 +611,9 @@ std::uint64_t eligible_state_digest(const tp_snapshot_t& snapshot, const tp_requ
 
 /// "unknown": a limit stopped the search before anything was proven (see docs/model.md).
 /// Compared by name so that this file builds against a library with or without the status.
-bool is_unknown(tp::PlanStatus status) { return tp::to_string(status) == std::string_view("unknown"); }
+bool is_unknown(tp::PlanStatus status) {
+  return tp::to_string(status) == std::string_view("unknown");
+}
 
 /// How the log names a status: "optimal" only when the solver proved it, a time-limited or
 /// greedy plan is the best found, "infeasible" is a proof, "unknown" is not.
@@ -760,7 +764,8 @@ tp_plan_kind_t tp_engine::solve_with(const Solver& solver, const Cost& cost, con
     why = "no victim set lets the job start in the model; stock answers (cons_tres preempts "
           "only if the job then starts)";
   } else if (is_unknown(plan.status)) {
-    why = std::string("nothing proven within the ") + (full_limit ? "solver's limits" : "cycle's planning budget") +
+    why = std::string("nothing proven within the ") +
+          (full_limit ? "solver's limits" : "cycle's planning budget") +
           "; stock answers, exactly as preempt/partition_prio (or preempt/qos) would";
   } else if (plan.status == tp::PlanStatus::no_preemption_needed) {
     why = "fits without preemption; stock answers";
@@ -811,9 +816,9 @@ tp_plan_kind_t tp_engine::solve_with(const Solver& solver, const Cost& cost, con
       plan.target_domain.valid() ? topology.describe(plan.target_domain) : std::string("none");
   // A job that fits as it is (most of a queue) is told at debug level: at info it would be a
   // line per submitted job.
-  const int severity = result == TP_PLAN_NONE && plan.has_victims_plan()            ? 2
-                       : plan.status == tp::PlanStatus::no_preemption_needed ? 0
-                                                                                    : 1;
+  int severity = 1;
+  if (result == TP_PLAN_NONE && plan.has_victims_plan()) severity = 2;
+  if (plan.status == tp::PlanStatus::no_preemption_needed) severity = 0;
   say(severity,
       "JobId=" + std::to_string(preemptor_job.id.value) + " " + plan.solver + "/" +
           std::string(Cost::name) + ": " + status_text(plan.status) + ", victims [" +
@@ -887,12 +892,13 @@ tp_plan_kind_t tp_engine::plan(const tp_snapshot_t& snapshot, const tp_request_t
   double& spent = spent_in_cycle();
   const double left_ms = static_cast<double>(config.cycle_budget_ms) - spent;
   if (left_ms <= 0) {
-    tell_stock(request.job_id, "not planned in this cycle: its planning budget (cycle_budget_ms = " +
-                                   std::to_string(config.cycle_budget_ms) + ") is spent");
+    tell_stock(request.job_id,
+               "not planned in this cycle: its planning budget (cycle_budget_ms = " +
+                   std::to_string(config.cycle_budget_ms) + ") is spent");
     return TP_PLAN_NONE;
   }
-  const std::int64_t time_limit_ms =
-      std::min<std::int64_t>(config.time_limit_ms, std::max<std::int64_t>(1, static_cast<std::int64_t>(left_ms)));
+  const std::int64_t time_limit_ms = std::min<std::int64_t>(
+      config.time_limit_ms, std::max<std::int64_t>(1, static_cast<std::int64_t>(left_ms)));
   const auto started = std::chrono::steady_clock::now();
   try {
     const NodeShare share = node_share(snapshot, request);
@@ -921,7 +927,8 @@ tp_plan_kind_t tp_engine::plan(const tp_snapshot_t& snapshot, const tp_request_t
     made.victim_rank.clear();
     made.keep = false;
   }
-  spent += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  spent += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+               .count();
   if (made.keep) {
     // Bounded like `told`: job ids only grow, and a forgotten verdict is at worst planned again.
     if (kept.size() > 100000) kept.erase(kept.begin());

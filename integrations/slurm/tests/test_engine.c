@@ -526,7 +526,8 @@ int main(void) {
     CHECK(tp_engine_plan(engine, &s, &second, 200) == TP_PLAN_NONE);
     CHECK(tp_engine_victim_rank(engine, 104) == -1);
     CHECK(count_lines(plan_log) == before + 1);
-    CHECK(infos_logged == 1 && strstr(last_info, "JobId=12") && strstr(last_info, "cycle_budget_ms"));
+    CHECK(infos_logged == 1 && strstr(last_info, "JobId=12") &&
+          strstr(last_info, "cycle_budget_ms"));
     CHECK(tp_engine_use_cached(engine, &second, 4, 200) == -1); /* not cached: asked again later */
     CHECK(tp_engine_plan(engine, &s, &second, 200) == TP_PLAN_NONE);
     CHECK(infos_logged == 1); /* said once */
