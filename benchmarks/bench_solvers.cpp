@@ -153,7 +153,7 @@ void decide(benchmark::State& state, const Solver& solver, std::int64_t nodes, s
     optimal += plan.status == PlanStatus::optimal;
     no_preempt += plan.status == PlanStatus::no_preemption_needed;
     infeasible += plan.status == PlanStatus::infeasible;
-    if (plan.status != PlanStatus::infeasible) {
+    if (plan.has_victims_plan() || plan.status == PlanStatus::no_preemption_needed) {
       ++with_plan;
       topo_hit += plan.topology_satisfied;
     }

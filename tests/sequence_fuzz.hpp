@@ -290,7 +290,8 @@ class Run {
     }
     const QueueResult result = plan_queue(state_, pending, solvers::greedy, model_, nominations_);
     for (const QueuedPlan& item : result.plans) {
-      if (item.status == NominationStatus::rejected || item.status == NominationStatus::infeasible) {
+      if (item.status == NominationStatus::rejected || item.status == NominationStatus::infeasible ||
+          item.status == NominationStatus::unknown) {
         continue;
       }
       const Workload& preemptor = *std::find_if(pending.begin(), pending.end(), [&](const Workload& w) {

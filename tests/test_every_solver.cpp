@@ -390,6 +390,46 @@ TEST_SUITE("every_solver") {
   }
   TEST_CASE_TEMPLATE_APPLY(distinct_hosts_id, every_solver);
 
+  TEST_CASE_TEMPLATE_DEFINE(
+      "a gang needing more hosts than can ever be emptied: infeasible, proven before any search",
+      Solver, too_few_hosts_id) {
+    // Issue 34's Slurm case: five nodes, two of them holding a 1-GPU job nothing may preempt.
+    // Evicting everything eligible frees 38 GPUs and the gang needs 32, but on 4 distinct
+    // nodes, and only 3 can ever be emptied. The proof counts hosts from the preemption index;
+    // no domain is searched in depth, at any limit.
+    Allocation state(shared(shapes::cluster(shapes::hgx_h100(), 5, 5)));
+    std::vector<DomainId> pinned_hosts;
+    for (std::uint64_t id = 1; id <= 2; ++id) {
+      Workload pinned = gpu_job(id, 1, 1);
+      pinned.preemptible = false;
+      const Placement at = start(state, pinned);
+      pinned_hosts.push_back(state.topology().ancestor_at(at.replicas[0].entries[0].domain,
+                                                          state.topology().host_level()));
+      start(state, gpu_job(10 + id, 1, 7));  // best fit: the rest of the same node
+    }
+    for (std::uint64_t id = 20; id < 23; ++id) start(state, gpu_job(id, 1, 8));
+    REQUIRE(state.idle_devices(Topology::root()) == 0);
+    REQUIRE(pinned_hosts[0] != pinned_hosts[1]);
+    Workload gang = gpu_job(100, 10, 8, 4, TopologyRequirement::guaranteed("node"));
+    gang.distinct_hosts = true;
+    const Checked checked = solve_checked<Solver>(state, gang, cost::priority_weighted{});
+    CHECK(checked.plan.status == PlanStatus::infeasible);
+    CHECK_FALSE(checked.plan.statistics.limit_reached);
+    if constexpr (!is_baseline_v<Solver>) {
+      CHECK(checked.plan.statistics.domains_solved == 0);
+      CHECK(checked.plan.statistics.nodes_explored == 0);
+      REQUIRE_FALSE(checked.plan.rejected.empty());
+      CHECK_MESSAGE(checked.plan.rejected[0].reason.find("hold at most 3 of the 4 replicas") !=
+                        std::string::npos,
+                    checked.plan.rejected[0].reason);
+    }
+    // One pinned job fewer, and four nodes can be emptied: a plan, evicting four whole nodes.
+    state.remove(WorkloadId{2});
+    const Checked possible = solve_checked<Solver>(state, gang, cost::priority_weighted{});
+    CHECK(possible.plan.has_victims_plan());
+  }
+  TEST_CASE_TEMPLATE_APPLY(too_few_hosts_id, every_solver);
+
   TEST_CASE_TEMPLATE_DEFINE("gang victims are evicted whole, freeing every replica", Solver,
                             gang_victim_id) {
     auto topology = shared(shapes::cluster(shapes::hgx_h100(), 2, 2));

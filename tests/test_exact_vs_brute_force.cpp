@@ -629,10 +629,10 @@ void judge(Tally& tally, const Instance& instance, const Model& /*model*/, const
 /// The solver's plan, verified independently (violations go to `tally`); nullopt if it threw.
 template <class Solver, CostModel Model>
 std::optional<PreemptionPlan> solve_verified(Tally& tally, const Instance& instance,
-                                             const Model& model) {
+                                             const Model& model, const Solver& solver = Solver{}) {
   std::optional<PreemptionPlan> plan;
   try {
-    plan = Solver{}.solve(*instance.state, instance.preemptor, model);
+    plan = solver.solve(*instance.state, instance.preemptor, model);
   } catch (const std::exception& error) {
     tally.fail(instance, Model::name, std::string("threw: ") + error.what());
     return plan;
@@ -930,6 +930,73 @@ TEST_SUITE("brute_force") {
     check_no_mismatches(
         {&branch_and_bound, &knapsack, &greedy, &exhaustive, &exhaustive_evictions});
     CHECK(branch_and_bound.optimal_compared >= 150);
+  }
+
+  TEST_CASE("limits of 0, 1 ms and one search node: a plan or a proof, never a false status") {
+    // Issue 34: a limit reached before anything was proven once answered `infeasible`. Past
+    // its limit a solver still searches the most promising domains until one yields a plan or
+    // stays unsettled, and branch_and_bound settles every domain it touches (greedy's plan, or
+    // greedy's proof that evicting everything leaves no room); the paper's search seeds its
+    // incumbent by a complete screen. So on these instances every limited plan must agree
+    // with the brute force as an unlimited one does: `infeasible` exactly when it is, and
+    // never `unknown` (which `judge` counts as a mismatch). Every cost model, three mixes.
+    using std::chrono::milliseconds;
+    const auto paper = baselines::exhaustive_subsets_solver{};
+    struct Limited {
+      Tally bnb_0{"branch_and_bound, time limit 0"};
+      Tally bnb_1ms{"branch_and_bound, time limit 1 ms"};
+      Tally bnb_node{"branch_and_bound, node limit 1"};
+      Tally paper_0{"exhaustive_subsets, time limit 0"};
+      Tally paper_node{"exhaustive_subsets, node limit 1"};
+      Tally knapsack{"knapsack"};
+      Tally greedy{"greedy"};
+    } tallies;
+    std::size_t instances = 0;
+    std::size_t infeasible = 0;
+    std::size_t optimal = 0;
+    for (std::uint64_t seed = 7000000; instances < 1800 && seed < 7100000; ++seed) {
+      RequirementMix mix;
+      mix.distinct_hosts = seed % 3 == 1;
+      mix.best_effort = seed % 3 == 2;
+      const std::optional<Instance> instance = make_instance(seed, mix);
+      if (!instance) continue;
+      const Allocation& state = *instance->state;
+      for (std::size_t model_index = 0; model_index < 6; ++model_index) {
+        with_cost_model(model_index, state, [&](const auto& model) {
+          BruteForce truth = brute_force(state, instance->preemptor, model);
+          if (truth.outcome == BruteForce::Outcome::too_large) return;
+          std::optional<Workload> winning_tier;
+          if (mix.best_effort && truth.outcome == BruteForce::Outcome::optimal) {
+            winning_tier = settle_on_tightest_tier(state, instance->preemptor, model, truth);
+            if (!winning_tier) return;
+          }
+          ++instances;
+          infeasible += truth.outcome == BruteForce::Outcome::infeasible ? 1 : 0;
+          optimal += truth.outcome == BruteForce::Outcome::optimal ? 1 : 0;
+          const Workload* tier = winning_tier ? &*winning_tier : nullptr;
+          const auto check = [&](Tally& tally, const auto& solver) {
+            using Solver = std::decay_t<decltype(solver)>;
+            if (const auto plan = solve_verified<Solver>(tally, *instance, model, solver)) {
+              judge<Solver>(tally, *instance, model, truth, *plan, tier);
+            }
+          };
+          check(tallies.bnb_0, solvers::branch_and_bound_solver{}.time_limit(milliseconds(0)));
+          check(tallies.bnb_1ms, solvers::branch_and_bound_solver{}.time_limit(milliseconds(1)));
+          check(tallies.bnb_node, solvers::branch_and_bound_solver{}.node_limit(1));
+          check(tallies.paper_0, paper.time_limit(milliseconds(0)));
+          check(tallies.paper_node, paper.node_limit(1));
+          check(tallies.knapsack, solvers::knapsack_solver{});
+          check(tallies.greedy, solvers::greedy_solver{});
+        });
+      }
+    }
+    MESSAGE(instances << " instance x cost model pairs (" << optimal << " needing preemption, "
+                      << infeasible << " infeasible)");
+    CHECK(instances >= 1800);
+    CHECK(infeasible >= 100);
+    CHECK(optimal >= 500);
+    check_no_mismatches({&tallies.bnb_0, &tallies.bnb_1ms, &tallies.bnb_node, &tallies.paper_0,
+                         &tallies.paper_node, &tallies.knapsack, &tallies.greedy});
   }
 
   TEST_CASE("gangs of whole hosts in a rack: the per-host bounds keep exact solvers exact") {

@@ -3,8 +3,9 @@
 // Loads a cluster snapshot (docs/snapshot-format.md), runs one solver or all of them, checks
 // every plan with the independent verifier, and prints the plans as JSON and/or text.
 //
-// Exit codes: 0 a plan exists (or no preemption is needed); 1 infeasible; 2 usage or snapshot
-// error (the message names the JSON path); 3 a solver failed or a plan failed verification.
+// Exit codes: 0 a plan exists (or no preemption is needed); 1 infeasible (proven); 2 usage or
+// snapshot error (the message names the JSON path); 3 a solver failed or a plan failed
+// verification; 4 unknown (a limit stopped the search before a plan or a proof).
 
 #include <array>
 #include <charconv>
@@ -39,6 +40,7 @@ constexpr int exit_ok = 0;
 constexpr int exit_infeasible = 1;
 constexpr int exit_usage = 2;
 constexpr int exit_failure = 3;
+constexpr int exit_unknown = 4;
 
 constexpr std::string_view usage_text = R"(usage: topopreempt-whatif SNAPSHOT.json [options]
 
@@ -55,14 +57,17 @@ options:
                       same model, else the model's defaults.
   --format FORMAT     text (default) | json | both (the JSON document, then the text).
   --time-limit-ms N   wall-clock limit for solvers that support limits (branch_and_bound,
-                      exhaustive_subsets); a limited plan is "feasible" with its gap. It bounds
-                      the whole solve (scan and search), not loading the snapshot. At most
-                      1099511627776 (2^40 ms); larger values are an error.
+                      exhaustive_subsets); a limited plan is "feasible" with its gap, or
+                      "unknown" when the limit came before any plan or proof (even a limit of
+                      0 searches the most promising domain). It bounds the whole solve (scan
+                      and search), not loading the snapshot. At most 1099511627776 (2^40 ms);
+                      larger values are an error.
   --help              this text.
 
-exit codes: 0 a plan exists or no preemption is needed; 1 infeasible; 2 usage or snapshot error
-(the message names the JSON path, e.g. $.workloads[3].placement[0][1].domain); 3 a solver failed
-or a non-baseline plan failed verification.
+exit codes: 0 a plan exists or no preemption is needed; 1 infeasible (proven); 2 usage or
+snapshot error (the message names the JSON path, e.g. $.workloads[3].placement[0][1].domain); 3 a
+solver failed or a non-baseline plan failed verification; 4 unknown: a limit stopped the search
+before a plan or a proof of infeasibility.
 )";
 
 struct Options {
@@ -201,6 +206,9 @@ std::string verification_text(const PreemptionPlan& plan, const PlanVerdict& ver
     return verdict.ok ? "infeasible confirmed (no placement even after evicting every eligible "
                         "victim); nothing to apply"
                       : verdict.summary();
+  }
+  if (plan.status == PlanStatus::unknown) {
+    return verdict.ok ? "unknown: nothing claimed, nothing to apply" : verdict.summary();
   }
   return verdict.summary() +
          (verdict.topology_ok ? " (guaranteed topology holds)" : " (guaranteed topology BROKEN)");
@@ -365,11 +373,16 @@ int exit_code(const std::vector<Result>& results) {
   }
   // Infeasibility follows the topology-aware solvers; a blind baseline "succeeding" on a
   // placement that breaks the guarantee does not make the request satisfiable.
+  bool unknown = false;
   for (const Result& result : results) {
     if (any_aware && result.baseline) continue;
-    feasible = feasible || result.plan->status != PlanStatus::infeasible;
+    const PlanStatus status = result.plan->status;
+    feasible = feasible || (status != PlanStatus::infeasible && status != PlanStatus::unknown);
+    unknown = unknown || status == PlanStatus::unknown;
   }
-  return feasible ? exit_ok : exit_infeasible;
+  // Infeasible only when every solver that counts proved it.
+  if (feasible) return exit_ok;
+  return unknown ? exit_unknown : exit_infeasible;
 }
 
 int run_tool(const Options& options) {

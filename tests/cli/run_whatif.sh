@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Smoke test of topopreempt-whatif over examples/snapshots/.
 #   usage: run_whatif.sh PATH/TO/topopreempt-whatif SNAPSHOT_DIR
-# Valid examples must exit 0 (infeasible-*.json: 1, documented as infeasible), in every output
+# Valid examples must exit 0 (infeasible-*.json: 1, documented as infeasible; 4 would be
+# "unknown", which no example may be), in every output
 # format and with --solver all; JSON output must parse. Every invalid/*.json must exit 2 with a
 # JSON path ("$.") on stderr. Prints one line per check; exits 1 if any check failed.
 set -u
@@ -62,6 +63,27 @@ fi
 # 4090 server): every solver's plan must verify (it used to exit 3).
 check 0 "GPU-scoped gang with CPU beside the GPU, every solver" -- \
   "$tool" --solver all "$here/gpu-gang-beside-cores.json"
+
+# Issue 34: a limit reached before anything was proven answered "infeasible". A limit of 0 still
+# searches the most promising domains (a plan here, exit 0), and a gang with too few hosts that
+# can ever be emptied is proven infeasible before any search, whatever the limit (exit 1).
+for solver in branch_and_bound greedy knapsack exhaustive_subsets all; do
+  check 0 "--time-limit-ms 0 on one node with two running workloads ($solver)" -- \
+    "$tool" --solver "$solver" --time-limit-ms 0 "$here/limit-zero.json"
+done
+for limit in 0 1 500; do
+  if check 1 "gang of 4 nodes where only 3 can be emptied, --time-limit-ms $limit" -- \
+    "$tool" --time-limit-ms "$limit" "$here/gang-too-few-hosts.json"; then
+    if grep -q 'hold at most 3 of the 4 replicas' "$scratch/out" &&
+      grep -q 'verification: infeasible confirmed' "$scratch/out"; then
+      echo "ok   the proof is named: $(grep -m1 'hold at most' "$scratch/out" | sed 's/^ *//')"
+    else
+      echo "FAIL gang-too-few-hosts.json: the host-count proof is not in the explanation"
+      sed 's/^/    /' "$scratch/out" | head -n 20
+      failures=$((failures + 1))
+    fi
+  fi
+done
 
 found=0
 for snapshot in "$dir"/*.json; do

@@ -55,7 +55,8 @@ std::vector<std::string> fingerprint(const Allocation& state, std::int32_t prior
 /// plan once it is stale, and leave the state untouched whenever it throws.
 void check_commit(const io::Snapshot& snapshot, const PreemptionPlan& plan,
                   std::string_view solver) {
-  if (plan.status == PlanStatus::infeasible) return;
+  // Nothing to commit without a placement (infeasible, or unknown at a limit).
+  if (plan.status == PlanStatus::infeasible || plan.status == PlanStatus::unknown) return;
   const Workload& preemptor = snapshot.preemptor;
   const std::string who = std::string(solver) + " plan: ";
   std::optional<std::vector<std::string>> replayed;
@@ -129,7 +130,7 @@ void check_decider(const Solver& solver, const io::Snapshot& snapshot, const Mod
     state.add(kept, where);
     (void)compare("after it came back");
   }
-  if (first && first->status != PlanStatus::infeasible) {
+  if (first && first->status != PlanStatus::infeasible && first->status != PlanStatus::unknown) {
     try {
       if (commit(state, *first, snapshot.preemptor).committed) (void)compare("after a commit");
     } catch (const std::exception&) {

@@ -20,8 +20,11 @@ namespace topopreempt {
 enum class PlanStatus : std::uint8_t {
   optimal,               ///< victims found and proven minimum-cost (lower_bound == cost)
   feasible,              ///< victims found; a limit was hit or the solver makes no optimality claim
-  infeasible,            ///< no placement even after evicting every eligible victim
+  infeasible,            ///< proven: no placement even after evicting every eligible victim
   no_preemption_needed,  ///< the preemptor fits as the cluster stands
+  /// A limit (time or search nodes) stopped the search before it found a plan or proved that
+  /// none exists: nothing is claimed either way (`statistics.limit_reached` is set).
+  unknown,
 };
 
 /// "optimal", "feasible", ...
@@ -31,6 +34,7 @@ enum class PlanStatus : std::uint8_t {
     case PlanStatus::feasible: return "feasible";
     case PlanStatus::infeasible: return "infeasible";
     case PlanStatus::no_preemption_needed: return "no_preemption_needed";
+    case PlanStatus::unknown: return "unknown";
   }
   return "unknown";
 }
@@ -139,7 +143,7 @@ struct PreemptionPlan {
   /// stood when it was computed, of the host-level domain of every placement entry and of
   /// every victim's entries (the entry's own domain when it lies above the host level). While
   /// none of them moved, the victims are still there as described and the placement still
-  /// fits once they are gone. Empty for an infeasible plan. See plan_transaction.hpp.
+  /// fits once they are gone. Empty for an infeasible or unknown plan. See transaction.hpp.
   std::vector<DomainVersion> dependencies;
 
   /// True for `optimal` and `feasible`.

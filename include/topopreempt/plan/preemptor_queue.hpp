@@ -39,7 +39,8 @@ enum class NominationStatus : std::uint8_t {
                ///< still applies at the same placement: kept, without the departed victims
   planned,     ///< it had no nomination: planned afresh
   replanned,   ///< its nomination no longer applied: planned afresh
-  infeasible,  ///< no plan on the state left by the preemptors before it
+  infeasible,  ///< no plan on the state left by the preemptors before it (proven)
+  unknown,     ///< a limit stopped its search before a plan or a proof: nothing planned
   rejected,    ///< the preemptor itself is bad (listed twice, already running, an invalid
                ///< request or nomination, a solver error): `QueuedPlan::error` says why;
                ///< nothing was planned or applied for it, the others are planned as usual
@@ -58,6 +59,8 @@ enum class NominationStatus : std::uint8_t {
       return "replanned";
     case NominationStatus::infeasible:
       return "infeasible";
+    case NominationStatus::unknown:
+      return "unknown";
     case NominationStatus::rejected:
       return "rejected";
   }
@@ -77,14 +80,17 @@ class Nominations {
   }
   /// Records `plan` as the nomination of `preemptor` (e.g. one persisted by the caller); the
   /// request is remembered too, so that a preemptor whose request changed is re-planned.
-  /// Throws `std::invalid_argument` for an infeasible plan (it nominates nothing) or a plan
-  /// made for another workload.
+  /// Throws `std::invalid_argument` for a plan without a placement (infeasible or unknown: it
+  /// nominates nothing) or a plan made for another workload.
   void remember(const Workload& preemptor, PreemptionPlan plan) {
-    if (plan.status == PlanStatus::infeasible || plan.preemptor != preemptor.id) {
+    const bool placed =
+        plan.status != PlanStatus::infeasible && plan.status != PlanStatus::unknown;
+    if (!placed || plan.preemptor != preemptor.id) {
       throw std::invalid_argument(
           "the plan for workload " + std::to_string(plan.preemptor.value) + " cannot nominate " +
           preemptor.label() +
-          (plan.status == PlanStatus::infeasible ? " (it is infeasible)" : " (another workload)"));
+          (!placed ? " (it is " + std::string(to_string(plan.status)) + ")"
+                   : std::string(" (another workload)")));
     }
     entries_.insert_or_assign(preemptor.id.value, Entry{preemptor, std::move(plan)});
   }
@@ -125,7 +131,7 @@ struct QueuedPlan {
   WorkloadId preemptor;
   NominationStatus status = NominationStatus::planned;
   /// Its plan, computed on (and valid for) the state left by the preemptors before it in the
-  /// result; an infeasible plan when `status` is `infeasible`.
+  /// result; an infeasible (unknown) plan when `status` is `infeasible` (`unknown`).
   PreemptionPlan plan;
   /// For `resumed` and `replanned`: the dependency domains of the old nomination that moved
   /// (empty for `replanned` when the preemptor's request changed instead).
@@ -244,6 +250,8 @@ void plan_one(Allocation& working, const Workload& preemptor, const Solver& solv
   if (!plan) plan = solver.solve(working, preemptor, model);
   if (plan->status == PlanStatus::infeasible) {
     item.status = NominationStatus::infeasible;
+  } else if (plan->status == PlanStatus::unknown) {
+    item.status = NominationStatus::unknown;
   } else {
     // Remembered first (a no-op to undo): the apply is then the last step that can throw.
     next.remember(preemptor, *plan);

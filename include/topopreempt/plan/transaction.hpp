@@ -76,6 +76,11 @@ inline void check_committable(const Allocation& state, const PreemptionPlan& pla
   if (plan.status == PlanStatus::infeasible) {
     throw std::invalid_argument(what + "it is infeasible (there is nothing to apply)");
   }
+  if (plan.status == PlanStatus::unknown) {
+    throw std::invalid_argument(what +
+                                "its status is unknown (a limit stopped the search; there is "
+                                "nothing to apply)");
+  }
   if (plan.preemptor != preemptor.id) {
     throw std::invalid_argument(what + "it was made for another preemptor than " +
                                 preemptor.label());

@@ -162,14 +162,20 @@ inline void check_status(VerdictBuilder& out, const PreemptionPlan& plan, double
                  std::to_string(plan.victims.size()) + " victim(s)");
       }
       break;
+    case PlanStatus::unknown:
+      // "Don't know" is honest only where a limit stopped the search.
+      if (!plan.statistics.limit_reached) {
+        out.fail("status unknown but no limit was reached (a complete search proves either way)");
+      }
+      [[fallthrough]];
     case PlanStatus::infeasible:
       if (!plan.victims.empty()) {
-        out.fail("status infeasible but the plan has " + std::to_string(plan.victims.size()) +
+        out.fail("status " + status + " but the plan has " + std::to_string(plan.victims.size()) +
                  " victim(s)");
       }
       if (!plan.placement.replicas.empty())
-        out.fail("status infeasible but the plan has a placement");
-      if (plan.explanation.empty()) out.fail("status infeasible without an explanation");
+        out.fail("status " + status + " but the plan has a placement");
+      if (plan.explanation.empty()) out.fail("status " + status + " without an explanation");
       break;
     case PlanStatus::optimal:
       if (!costs_agree(plan.lower_bound, plan.cost, tolerance)) {
@@ -215,7 +221,8 @@ inline void check_status(VerdictBuilder& out, const PreemptionPlan& plan, double
 [[nodiscard]] inline bool applies_cleanly(const Allocation& state, const Workload& preemptor,
                                           const PreemptionPlan& plan,
                                           const VerifyOptions& options) {
-  if (plan.status == PlanStatus::infeasible || plan.placement.replicas.empty()) return false;
+  if (!plan.has_victims_plan() && plan.status != PlanStatus::no_preemption_needed) return false;
+  if (plan.placement.replicas.empty()) return false;
   if (!placement_in_topology(state.topology(), plan.placement)) return false;
   try {
     state.check_preempt_and_start(victim_changes(state, plan),
@@ -412,7 +419,9 @@ inline void check_infeasible_claim(VerdictBuilder& out, const Allocation& state,
 /// through (then the copy shows which one fails) and to judge an `infeasible` claim. Rules:
 /// - status: `no_preemption_needed` has no victims and its placement fits the untouched state;
 ///   `infeasible` has no victims, no placement, an explanation, and indeed no placement exists
-///   after evicting every eligible victim; `optimal` has lower bound == cost, `feasible` and
+///   after evicting every eligible victim; `unknown` has no victims, no placement, an
+///   explanation and `statistics.limit_reached`, and the preemptor does not fit as the state
+///   stands; `optimal` has lower bound == cost, `feasible` and
 ///   `optimal` have lower bound <= cost and at least one victim; if the preemptor fits as the
 ///   state stands (at any tier, for best-effort scopes), the plan has no victims;
 /// - victims: running, preemptible, strictly lower priority, listed once, sorted by id; an
@@ -452,6 +461,12 @@ template <CostModel Model>
   switch (plan.status) {
     case PlanStatus::infeasible:
       rules::check_infeasible_claim(out, state, judged);
+      break;
+    case PlanStatus::unknown:
+      // Claims nothing about a plan, but a solver always knows when the preemptor fits as is.
+      if (fits_without_preemption(state, preemptor)) {
+        out.fail("status unknown, but " + preemptor.label() + " fits without preemption");
+      }
       break;
     case PlanStatus::no_preemption_needed:
     case PlanStatus::optimal:

@@ -61,6 +61,9 @@ class BranchAndBoundSearch {
     // Greedy incumbent first: a good early cost makes the bound bite from the root.
     // (The plain pass: unit sets are searched exactly below when the gang decomposes.)
     DomainOutcome best = GreedySearch{}.search_once(state, problem, statistics);
+    // Greedy evicts every victim before it gives up: when even that leaves no placement, the
+    // domain is proven empty, whatever the budget, and there is nothing to search.
+    if (!best.found && best.exact) return best;
     // Out of budget before this domain: keep greedy's plan and the domain's bound, so later
     // domains still contribute an incumbent instead of being skipped unread.
     if (statistics.nodes_explored >= limits_.max_nodes ||
@@ -377,7 +380,9 @@ class branch_and_bound_solver {
   static constexpr std::string_view name = "branch_and_bound";
   static constexpr bool is_exact = true;
 
-  /// Stop after `nodes` search nodes (then `feasible` with a gap).
+  /// Stop after `nodes` search nodes (then `feasible` with a gap). Past the limit each domain
+  /// still gets greedy's plan or greedy's proof that it holds none, so a limit never makes a
+  /// plan `unknown` by itself; see `PlanStatus::unknown`.
   branch_and_bound_solver& node_limit(std::uint64_t nodes) & noexcept {
     limits_.max_nodes = nodes;
     return *this;
@@ -387,8 +392,10 @@ class branch_and_bound_solver {
     limits_.max_nodes = nodes;
     return *this;
   }
-  /// Stop after `limit` wall time for the whole solve (then `feasible` with a gap). Any value
-  /// is safe: beyond ~292 years it means no limit, a negative one means already expired.
+  /// Stop after `limit` wall time for the whole solve (then `feasible` with a gap, as for
+  /// `node_limit`; even a limit of 0 searches the most promising domains until one yields a
+  /// plan). Any value is safe: beyond ~292 years it means no limit, a negative one means
+  /// already expired.
   template <class Rep, class Period>
   branch_and_bound_solver& time_limit(std::chrono::duration<Rep, Period> limit) & noexcept {
     limits_.time_limit = topopreempt::detail::saturating_nanoseconds(limit);

@@ -44,7 +44,8 @@ struct GreedySearch {
       }
     }
     DomainOutcome best = search_once(state, problem, statistics);
-    if (!slots.decomposable()) return best;
+    // Proven empty (see search_once): no subset of the victims can do better.
+    if (!slots.decomposable() || (!best.found && best.exact)) return best;
     // A small gang over several units (two nodes of a rack): greedy over the whole rack takes
     // whatever frees room first, often across the wrong nodes. Also try it on the victims of
     // the most promising unit sets alone, and keep the cheapest plan.
@@ -129,7 +130,11 @@ struct GreedySearch {
         }
       }
       if (best_victim == problem.victims.size()) {
-        outcome.note = "greedy ran out of victims";
+        // Every victim is evicted and the preemptor still does not fit (the oracle's answer
+        // is exact): a proof that this domain holds no plan at all.
+        outcome.exact = true;
+        outcome.lower_bound = std::numeric_limits<double>::infinity();
+        outcome.note = "no placement here even after evicting every eligible victim";
         return outcome;
       }
       if (outcome.choice[best_victim] >= 0) {

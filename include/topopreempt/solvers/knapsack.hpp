@@ -121,8 +121,12 @@ struct KnapsackSearch {
       }
     }
     DomainOutcome outcome = GreedySearch{}.search(state, problem, incumbent, limits, statistics);
-    outcome.exact = false;
-    outcome.lower_bound = problem.lower_bound;
+    // Greedy's one proof (nothing fits even with every victim evicted) stands; a plan of
+    // greedy's is not proven.
+    if (outcome.found || !outcome.exact) {
+      outcome.exact = false;
+      outcome.lower_bound = problem.lower_bound;
+    }
     outcome.note = "greedy fallback: " + failure;
     outcome.downgrade = reason;
     return outcome;

@@ -1,28 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * topopreempt's stable C interface (ABI version 1): a persistent cluster state that a scheduler
- * updates by events, and preemption plans asked against it. Every engine (a Kubernetes plugin
+ * topopreempt's stable C interface (ABI version 3): a persistent cluster state that a scheduler
+ * updates by events, and preemption plans asked against it, one preemptor at a time or several
+ * together. Every engine (a Kubernetes plugin
  * through cgo, a Slurm plugin, a Python binding through ctypes) talks to topopreempt through
  * this header only. Guide: docs/c-api.md.
  *
  * Conventions
- * - Opaque handles (`tp_cluster`, `tp_plan`) made by `*_create` / `tp_cluster_plan` and freed by
- *   `*_destroy`. The caller owns what it passes (nothing is kept after a call returns); the
- *   library owns what it returns: strings and arrays read from a `tp_plan` live as long as the
- *   plan, and `tp_cluster_last_error` until the next call on that cluster.
+ * - Opaque handles (`tp_cluster`, `tp_plan`, `tp_queue`) made by `*_create` / `tp_cluster_plan`
+ *   and freed by `*_destroy`. The caller owns what it passes (nothing is kept after a call
+ *   returns); the library owns what it returns: strings and arrays read from a `tp_plan` live as
+ *   long as the plan, what `tp_queue_get_plans` returns until the next planning call on that
+ *   queue or its destruction, and `tp_cluster_last_error` until the next call on that cluster.
  * - Every function that can fail returns a `tp_status`; TP_OK (0) is success. The cluster
  *   keeps a message for its last call ("" after a success) naming the offending item, e.g.
  *   "workload 7: placement entry 2: no domain 'rack0/node9/gpu1'".
  * - No C++ exception ever leaves a function of this header and nothing here aborts the host:
  *   every pointer, index and count is checked (NULL handles give TP_E_NULL), out-of-memory is
  *   TP_E_NO_MEMORY.
- * - Strong guarantee: a call that fails leaves the cluster exactly as it was.
+ * - Strong guarantee: a call that fails leaves the cluster (and the queue) exactly as it was.
  * - Structs passed by pointer carry `struct_size` first and have an init function that sets it
  *   and every default; always call it before filling fields, so that a later, larger version of
  *   a struct stays compatible. Elements of arrays (`tp_amount`, `tp_placement_entry`,
  *   `tp_victim`, `tp_plan_entry`, `tp_cost_term`) are frozen: growing one means a new type.
  * - Thread-safety: one handle is used by one thread at a time (the caller serialises calls on
- *   it, including reads); distinct handles are independent and may be used concurrently.
+ *   it, including reads; a call taking a cluster and a queue uses both); distinct handles are
+ *   independent and may be used concurrently.
  *   `tp_abi_version`, `tp_library_version`, `tp_status_name` and the init functions are
  *   thread-safe.
  */
@@ -39,8 +42,10 @@ extern "C" {
 /* The ABI this header describes. A library answers `tp_abi_version()`; a caller built against
  * version N works with a library of version N or later (a later library accepts the older sizes
  * of the structs that grew, with defaults for the new fields). Version 2 appended
- * `tp_workload.distinct_hosts`. */
-#define TP_ABI_VERSION 2
+ * `tp_workload.distinct_hosts`; version 3 added the plan status TP_PLAN_UNKNOWN (a caller
+ * built against an older header sees an unlisted status: it must treat it as "no plan") and
+ * the queue (`tp_queue`, `tp_cluster_plan_queue`: several preemptors planned together). */
+#define TP_ABI_VERSION 3
 
 /* Symbol visibility: the shared library exports exactly these functions. */
 #if defined(_WIN32) && defined(TOPOPREEMPT_C_SHARED)
@@ -302,7 +307,8 @@ typedef struct tp_plan_options {
   int32_t solver;           /* tp_solver; default branch_and_bound */
   uint64_t node_limit;      /* branch_and_bound; 0: library default (2,000,000) */
   double time_limit_s;      /* branch_and_bound; 0: library default (10 s). A limit that is
-                               hit makes the plan depend on timing (status feasible) */
+                               hit makes the plan depend on timing (status feasible, or
+                               unknown when it stopped the search before a plan or a proof) */
   uint32_t cost_term_count; /* 1..TP_MAX_COST_TERMS; the cost is the weighted sum of the terms */
   tp_cost_term cost[TP_MAX_COST_TERMS]; /* default: one term, priority_weighted */
 } tp_plan_options;
@@ -315,14 +321,15 @@ typedef struct tp_plan tp_plan;
  * domain that did not change since (an incremental decider per question, kept across calls,
  * forgotten at seal). Every plan is checked by the library's independent verifier before it
  * is returned. On TP_OK `*plan` is a new plan (free it with tp_plan_destroy); otherwise it is
- * NULL. An infeasible question is TP_OK with status TP_PLAN_INFEASIBLE. */
+ * NULL. An infeasible question is TP_OK with status TP_PLAN_INFEASIBLE (proven); one that a
+ * limit stopped before a plan or a proof is TP_OK with status TP_PLAN_UNKNOWN. */
 TP_API tp_status tp_cluster_plan(tp_cluster* cluster, const tp_workload* preemptor,
                                  const tp_plan_options* options, tp_plan** plan);
 
 /* Applies `plan` to the cluster all or nothing: evicts and shrinks its victims and starts its
  * preemptor at its placement. TP_E_CONFLICT, nothing changed, when something the plan relies on
  * moved since it was made (the message names the domains); TP_E_STATE for a plan of another
- * cluster or of a topology since resealed; TP_E_INVALID for an infeasible plan. */
+ * cluster or of a topology since resealed; TP_E_INVALID for an infeasible or unknown plan. */
 TP_API tp_status tp_cluster_commit(tp_cluster* cluster, const tp_plan* plan);
 
 TP_API void tp_plan_destroy(tp_plan* plan);
@@ -330,8 +337,11 @@ TP_API void tp_plan_destroy(tp_plan* plan);
 typedef enum tp_plan_status {
   TP_PLAN_OPTIMAL = 0,             /* victims, proven minimum cost */
   TP_PLAN_FEASIBLE = 1,            /* victims; a limit was hit or the solver claims nothing */
-  TP_PLAN_INFEASIBLE = 2,          /* no placement even after evicting every eligible victim */
-  TP_PLAN_NO_PREEMPTION_NEEDED = 3 /* it fits as things stand (placement given) */
+  TP_PLAN_INFEASIBLE = 2,           /* proven: no placement even after evicting every eligible
+                                       victim */
+  TP_PLAN_NO_PREEMPTION_NEEDED = 3, /* it fits as things stand (placement given) */
+  TP_PLAN_UNKNOWN = 4 /* a limit stopped the search before a plan or a proof: nothing claimed,
+                         no victims, no placement (a host answers as it would without us) */
 } tp_plan_status;
 
 typedef struct tp_plan_info {
@@ -393,6 +403,88 @@ typedef struct tp_plan_entry {
 /* The placement, replica by replica (empty when infeasible). */
 TP_API tp_status tp_plan_get_placement(const tp_plan* plan, const tp_plan_entry** entries,
                                        size_t* count);
+
+/* ---- Several preemptors together ---------------------------------------------------------- */
+
+/*
+ * Preemptors pending at the same time are planned together so that no two count on the same
+ * room: in priority order (highest first, ties by ascending id), each on the state where the
+ * plans of those before it are already applied. A later preemptor may use what an earlier one's
+ * victims free and the earlier one leaves free; it never picks an earlier one's room, nor an
+ * earlier preemptor as a victim.
+ *
+ * A queue remembers each preemptor's last plan with a placement (its *nomination*, like
+ * Kubernetes' nominatedNodeName) from one call to the next, so that evictions already under
+ * way are not wasted by a change of mind: a nomination whose dependencies did not move is kept
+ * as is; one whose victims partly left but whose placement still holds is resumed without them;
+ * otherwise the preemptor is planned again. Nominations of preemptors no longer listed are
+ * dropped. A queue belongs to the first cluster it is used with; it forgets every nomination
+ * when that cluster is sealed again (domain numbers change) or when the options differ from the
+ * last call's (for TP_COST_KUBERNETES_ORDER, which prices victims by the running workloads'
+ * priorities, also when those changed), since a kept plan must be exact under the cost it is
+ * judged by. The preemptors then read `TP_NOMINATION_PLANNED`.
+ */
+typedef struct tp_queue tp_queue;
+
+/* A new queue with no nomination. NULL only when out of memory. */
+TP_API tp_queue* tp_queue_create(void);
+/* Frees the queue and every plan it returned. NULL is a no-op. */
+TP_API void tp_queue_destroy(tp_queue* queue);
+
+/* What the queue did for one preemptor. Values are never renumbered; new ones are appended. */
+typedef enum tp_nomination_status {
+  TP_NOMINATION_KEPT = 0,       /* its nomination is still current: reused as is */
+  TP_NOMINATION_RESUMED = 1,    /* some victims already left; the rest of the nomination, at the
+                                   same placement, still applies: kept without them */
+  TP_NOMINATION_PLANNED = 2,    /* no nomination: planned afresh */
+  TP_NOMINATION_REPLANNED = 3,  /* its nomination no longer applied (`moved` says where), or
+                                   its request changed: planned afresh */
+  TP_NOMINATION_INFEASIBLE = 4, /* no plan on the state the preemptors before it leave */
+  TP_NOMINATION_REJECTED = 5,   /* listed twice (the later one), already running, or its solve
+                                   failed: nothing planned or applied for it (`error` says why) */
+  TP_NOMINATION_UNKNOWN = 6     /* a limit stopped its search before a plan or a proof: nothing
+                                   planned (answer as without topopreempt) */
+} tp_nomination_status;
+
+/* One preemptor's outcome. */
+typedef struct tp_queued_plan {
+  uint64_t preemptor;   /* its id */
+  int32_t status;       /* tp_nomination_status */
+  const tp_plan* plan;  /* its plan, read with tp_plan_get_*: made on (and verified against) the
+                           state the plans before it leave, so committing the plans in this
+                           order lands them all while nothing else moves (tp_cluster_commit).
+                           Owned by the queue: never pass it to tp_plan_destroy. For
+                           TP_NOMINATION_REJECTED an infeasible plan whose explanation says why */
+  const char* error;    /* why it was rejected; "" otherwise */
+  const char* const* moved; /* resumed or replanned: paths of the domains its old nomination
+                               depended on that changed (none when its request changed) */
+  size_t moved_count;
+} tp_queued_plan;
+
+/* Plans for the `count` pending preemptors `preemptors[0..count)` together (see above), under
+ * one `options` for all, with `queue`'s nominations, and replaces them with the new plans'
+ * placements. Read-only on the cluster. Each preemptor is checked as in tp_cluster_plan: a bad
+ * one (NULL, wrong struct_size, unknown level, NaN cost input, ...) fails the call, naming its
+ * index and id, and nothing changes. One already running or listed twice is not an error: it
+ * ends TP_NOMINATION_REJECTED and the others are planned as if it were not there. Every plan
+ * is checked by the library's independent verifier on the state it was made on (failure:
+ * TP_E_INTERNAL). Errors are the cluster's (tp_cluster_last_error); TP_E_STATE for a queue of
+ * another cluster. On TP_OK the previous results of `queue` are freed and the new ones are read
+ * with tp_queue_get_plans; on failure the queue keeps its nominations and results.
+ * Cost: one copy of the state, a solve per preemptor whose nomination is not kept (no decider
+ * cache: every solve is cold), a dry run per kept nomination, and a verification per plan. */
+TP_API tp_status tp_cluster_plan_queue(tp_cluster* cluster, tp_queue* queue,
+                                       const tp_workload* const* preemptors, size_t count,
+                                       const tp_plan_options* options);
+
+/* The outcomes of the last successful tp_cluster_plan_queue on `queue`, in planning order
+ * (priority descending, then id); none before the first. Valid until the next planning call on
+ * the queue or its destruction. */
+TP_API tp_status tp_queue_get_plans(const tp_queue* queue, const tp_queued_plan** plans,
+                                    size_t* count);
+
+/* How many nominations the queue holds (0 for NULL). */
+TP_API size_t tp_queue_nomination_count(const tp_queue* queue);
 
 #ifdef __cplusplus
 }

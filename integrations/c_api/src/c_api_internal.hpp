@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -77,15 +78,26 @@ struct TopologySpec {
   [[nodiscard]] std::string path_of(std::uint32_t index) const;
 };
 
-/// A question: which preemptor, under which solver and cost.
-struct Question {
-  tp::Workload preemptor;
+/// How to plan: which solver, under which cost (the validated tp_plan_options).
+struct PlanSettings {
   tp_solver solver = TP_SOLVER_BRANCH_AND_BOUND;
   std::uint64_t node_limit = 0;
   double time_limit_s = 0.0;
   std::vector<tp_cost_term> terms;
   std::vector<std::int32_t> priorities;  // running priorities (kubernetes_order only)
 };
+
+/// A question: which preemptor, under which solver and cost.
+struct Question : PlanSettings {
+  tp::Workload preemptor;
+};
+
+/// The validated settings of `options` on `cluster`'s state (its running priorities, for
+/// kubernetes_order).
+PlanSettings to_settings(const tp_cluster& cluster, const tp_plan_options* options);
+
+/// Bytes that tell two settings apart: equal keys, equal prices and equal solves.
+std::string settings_key(const PlanSettings& settings);
 
 /// An IncrementalDecider behind a type-erased face, with the cost model for the verifier.
 class Decider {
@@ -103,6 +115,23 @@ std::unique_ptr<Decider> make_decider(const Question& question);
 std::unique_ptr<Decider> make_greedy_decider(const Question& question);
 std::unique_ptr<Decider> make_knapsack_decider(const Question& question);
 std::unique_ptr<Decider> make_branch_and_bound_decider(const Question& question);
+
+/// The library's `plan_queue` under one solver and cost model, behind a type-erased face, with
+/// the verifier of that model.
+class QueuePlanner {
+ public:
+  virtual ~QueuePlanner() = default;
+  virtual tp::QueueResult plan(const tp::Allocation& state, std::span<const tp::Workload> pending,
+                               tp::Nominations& nominations) const = 0;
+  virtual tp::PlanVerdict verify(const tp::Allocation& state, const tp::Workload& preemptor,
+                                 const tp::PreemptionPlan& plan) const = 0;
+  [[nodiscard]] virtual std::string_view cost_name() const noexcept = 0;
+};
+
+std::unique_ptr<QueuePlanner> make_queue_planner(const PlanSettings& settings);
+std::unique_ptr<QueuePlanner> make_greedy_queue_planner(const PlanSettings& settings);
+std::unique_ptr<QueuePlanner> make_knapsack_queue_planner(const PlanSettings& settings);
+std::unique_ptr<QueuePlanner> make_branch_and_bound_queue_planner(const PlanSettings& settings);
 
 /// The cost of several weighted terms (or one term the library has no model for): the C
 /// interface's own model, priced term by term with the library's models.
@@ -128,7 +157,7 @@ class WeightedTerms {
 /// Calls `use(model)` with the library's model when the question has one unit-weight term the
 /// library prices, else with `WeightedTerms`.
 template <class Use>
-auto with_model(const Question& question, Use&& use) {
+auto with_model(const PlanSettings& question, Use&& use) {
   if (question.terms.size() == 1 && question.terms[0].weight == 1.0) {
     const tp_cost_term& term = question.terms[0];
     switch (term.model) {
@@ -183,6 +212,34 @@ std::unique_ptr<Decider> decider_of(const Solver& solver, const Question& questi
   });
 }
 
+/// `QueuePlanner` for one solver type and one model type.
+template <class Solver, class Model>
+class QueuePlannerFor final : public QueuePlanner {
+ public:
+  QueuePlannerFor(Solver solver, Model model) : solver_(std::move(solver)), model_(model) {}
+  tp::QueueResult plan(const tp::Allocation& state, std::span<const tp::Workload> pending,
+                       tp::Nominations& nominations) const override {
+    return tp::plan_queue(state, pending, solver_, model_, nominations);
+  }
+  tp::PlanVerdict verify(const tp::Allocation& state, const tp::Workload& preemptor,
+                         const tp::PreemptionPlan& plan) const override {
+    return tp::verify_plan(state, preemptor, plan, model_);
+  }
+  [[nodiscard]] std::string_view cost_name() const noexcept override { return Model::name; }
+
+ private:
+  Solver solver_;
+  Model model_;
+};
+
+/// `make_<solver>_queue_planner`'s body: the queue planner of `solver` under the settings' model.
+template <class Solver>
+std::unique_ptr<QueuePlanner> queue_planner_of(const Solver& solver, const PlanSettings& settings) {
+  return with_model(settings, [&](auto model) -> std::unique_ptr<QueuePlanner> {
+    return std::make_unique<QueuePlannerFor<Solver, decltype(model)>>(solver, std::move(model));
+  });
+}
+
 }  // namespace topopreempt_c
 
 /// The persistent cluster state behind a `tp_cluster*`.
@@ -226,11 +283,31 @@ struct tp_plan {
   std::vector<tp_amount> amounts;  // entries point into it
 };
 
+/// A queue behind a `tp_queue*`: the nominations carried between calls, what they were made
+/// under, and the outcomes of the last call (which own everything `tp_queue_get_plans` hands out).
+struct tp_queue {
+  struct Outcomes {
+    std::vector<std::unique_ptr<tp_plan>> plans;
+    std::deque<std::string> strings;              // stable c_str() for errors and paths
+    std::vector<std::vector<const char*>> moved;  // one list per outcome
+    std::vector<tp_queued_plan> items;            // point into the above
+  };
+
+  std::uint64_t cluster_serial = 0;  // 0: not used with a cluster yet
+  std::uint64_t generation = 0;      // the cluster's topology generation of the nominations
+  std::string settings_key;          // settings_key() of what the nominations were made under
+  topopreempt::Nominations nominations;
+  Outcomes outcomes;
+};
+
 namespace topopreempt_c {
 
 /// A tp_workload as a library workload (`role` names it in messages), validated against the
 /// sealed topology; TP_E_STATE when there is none.
 tp::Workload to_workload(const tp_cluster& cluster, const tp_workload* given, const char* role);
+
+/// Everything the C side reads from `out.plan`, owned by `out`.
+void fill(tp_plan& out, const tp::Topology& topology, std::string_view cost_name);
 
 /// The running workloads per priority after adding `added` and removing `removed` ones.
 std::map<std::int32_t, std::size_t> priorities_after(const std::map<std::int32_t, std::size_t>& now,

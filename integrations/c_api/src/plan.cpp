@@ -92,14 +92,22 @@ std::unique_ptr<Decider> make_decider(const Question& question) {
   fail(TP_E_INVALID, "unknown solver");
 }
 
-namespace {
+std::unique_ptr<QueuePlanner> make_queue_planner(const PlanSettings& settings) {
+  switch (settings.solver) {
+    case TP_SOLVER_GREEDY:
+      return make_greedy_queue_planner(settings);
+    case TP_SOLVER_KNAPSACK:
+      return make_knapsack_queue_planner(settings);
+    case TP_SOLVER_BRANCH_AND_BOUND:
+      return make_branch_and_bound_queue_planner(settings);
+  }
+  fail(TP_E_INVALID, "unknown solver");
+}
 
-/// The question `options` asks for `preemptor`, validated.
-Question to_question(const tp_cluster& cluster, tp::Workload preemptor,
-                     const tp_plan_options* options) {
+PlanSettings to_settings(const tp_cluster& cluster, const tp_plan_options* options) {
   if (options == nullptr) fail(TP_E_NULL, "options is NULL");
   check_struct_size(options->struct_size, sizeof(tp_plan_options), "tp_plan_options");
-  Question question;
+  PlanSettings question;
   if (options->solver != TP_SOLVER_GREEDY && options->solver != TP_SOLVER_KNAPSACK &&
       options->solver != TP_SOLVER_BRANCH_AND_BOUND) {
     fail(TP_E_INVALID,
@@ -149,6 +157,16 @@ Question to_question(const tp_cluster& cluster, tp::Workload preemptor,
     for (const auto& [priority, count] : cluster.priorities)
       question.priorities.insert(question.priorities.end(), count, priority);
   }
+  return question;
+}
+
+namespace {
+
+/// The question `options` asks for `preemptor`, validated.
+Question to_question(const tp_cluster& cluster, tp::Workload preemptor,
+                     const tp_plan_options* options) {
+  Question question;
+  static_cast<PlanSettings&>(question) = to_settings(cluster, options);
   question.preemptor = std::move(preemptor);
   return question;
 }
@@ -171,6 +189,28 @@ class KeyWriter {
   std::string text_;
 };
 
+void put_settings(KeyWriter& key, const PlanSettings& settings) {
+  key.put(settings.solver);
+  key.put(settings.node_limit);
+  key.put(settings.time_limit_s);
+  for (const tp_cost_term& term : settings.terms) {
+    key.put(term.model);
+    key.put(term.weight);
+    key.put(term.offset);
+    key.put(term.floor);
+    key.put(term.bandwidth_gib_per_s);
+    key.put(term.base);
+  }
+  // Run-length: the priorities are sorted, and repeated once per running workload.
+  for (std::size_t i = 0; i < settings.priorities.size();) {
+    std::size_t j = i;
+    while (j < settings.priorities.size() && settings.priorities[j] == settings.priorities[i]) ++j;
+    key.put(settings.priorities[i]);
+    key.put(j - i);
+    i = j;
+  }
+}
+
 std::string key_of(const Question& question) {
   KeyWriter key;
   const tp::Workload& w = question.preemptor;
@@ -192,25 +232,7 @@ std::string key_of(const Question& question) {
   key.put_text(w.cost.model_id);
   key.put(w.cost.model_size_gib);
   key.put(w.cost.extra_cost);
-  key.put(question.solver);
-  key.put(question.node_limit);
-  key.put(question.time_limit_s);
-  for (const tp_cost_term& term : question.terms) {
-    key.put(term.model);
-    key.put(term.weight);
-    key.put(term.offset);
-    key.put(term.floor);
-    key.put(term.bandwidth_gib_per_s);
-    key.put(term.base);
-  }
-  // Run-length: the priorities are sorted, and repeated once per running workload.
-  for (std::size_t i = 0; i < question.priorities.size();) {
-    std::size_t j = i;
-    while (j < question.priorities.size() && question.priorities[j] == question.priorities[i]) ++j;
-    key.put(question.priorities[i]);
-    key.put(j - i);
-    i = j;
-  }
+  put_settings(key, question);
   return std::move(key).take();
 }
 
@@ -236,7 +258,14 @@ const char* keep(tp_plan& out, std::string text) {
   return out.strings.emplace_back(std::move(text)).c_str();
 }
 
-/// Everything the C side reads from a plan, owned by `out`.
+}  // namespace
+
+std::string settings_key(const PlanSettings& settings) {
+  KeyWriter key;
+  put_settings(key, settings);
+  return std::move(key).take();
+}
+
 void fill(tp_plan& out, const tp::Topology& topology, std::string_view cost_name) {
   const tp::PreemptionPlan& plan = out.plan;
   const tp::ResourceSchema& schema = topology.schema();
@@ -300,7 +329,6 @@ void fill(tp_plan& out, const tp::Topology& topology, std::string_view cost_name
   }
 }
 
-}  // namespace
 }  // namespace topopreempt_c
 
 using namespace topopreempt_c;
@@ -414,6 +442,9 @@ tp_status tp_plan_get_info(const tp_plan* plan, tp_plan_info* info) {
       break;
     case tp::PlanStatus::no_preemption_needed:
       out.status = TP_PLAN_NO_PREEMPTION_NEEDED;
+      break;
+    case tp::PlanStatus::unknown:
+      out.status = TP_PLAN_UNKNOWN;
       break;
   }
   out.preemptor = plan->preemptor.id.value;

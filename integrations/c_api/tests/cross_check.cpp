@@ -2,13 +2,18 @@
 // The C interface answers exactly what the library answers: on random states mirrored into a
 // tp_cluster event by event, every solver's plan through the C interface (incremental decider,
 // verification, read-out) has the status, cost, bound, victims, target and placement of a cold
-// `solver.solve` on the C++ state.
+// `solver.solve` on the C++ state; and several preemptors planned together through the C
+// interface's queue get exactly the library's `plan_queue` outcomes, round after round, with
+// nominations carried between rounds.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "topopreempt/topopreempt.hpp"
@@ -155,6 +160,72 @@ void compare(tp_cluster* cluster, const Solver& solver, tp_solver c_solver, cons
   check_same(plan.get(), expected, state.topology());
 }
 
+struct QueueDeleter {
+  void operator()(tp_queue* queue) const { tp_queue_destroy(queue); }
+};
+
+/// The library's name of a tp_nomination_status.
+std::string_view status_name(std::int32_t status) {
+  switch (status) {
+    case TP_NOMINATION_KEPT:
+      return "kept";
+    case TP_NOMINATION_RESUMED:
+      return "resumed";
+    case TP_NOMINATION_PLANNED:
+      return "planned";
+    case TP_NOMINATION_REPLANNED:
+      return "replanned";
+    case TP_NOMINATION_INFEASIBLE:
+      return "infeasible";
+    case TP_NOMINATION_REJECTED:
+      return "rejected";
+    case TP_NOMINATION_UNKNOWN:
+      return "unknown";
+    default:
+      return "not a tp_nomination_status";
+  }
+}
+
+/// `plan_queue` on the C++ side and `tp_cluster_plan_queue` on the C side agree, outcome by
+/// outcome; `nominations` and `queue` carry their nominations to the next round.
+template <class Solver, class Model>
+void compare_queue(tp_cluster* cluster, tp_queue* queue, const Solver& solver, tp_solver c_solver,
+                   const Model& model, const tp_cost_term& term, const tp::Allocation& state,
+                   const std::vector<tp::Workload>& pending, tp::Nominations& nominations) {
+  const tp::QueueResult expected = tp::plan_queue(state, std::span(pending), solver, model,
+                                                  nominations);
+  tp_plan_options options;
+  tp_plan_options_init(&options);
+  options.solver = c_solver;
+  options.cost[0] = term;
+  std::vector<std::vector<tp_amount>> demands(pending.size());
+  std::vector<tp_workload> c_pending;
+  for (std::size_t i = 0; i < pending.size(); ++i)
+    c_pending.push_back(to_c(pending[i], state.topology(), demands[i]));
+  std::vector<const tp_workload*> pointers;
+  for (const tp_workload& w : c_pending) pointers.push_back(&w);
+  REQUIRE_MESSAGE(tp_cluster_plan_queue(cluster, queue, pointers.data(), pointers.size(),
+                                        &options) == TP_OK,
+                  tp_cluster_last_error(cluster));
+  const tp_queued_plan* plans = nullptr;
+  std::size_t count = 0;
+  REQUIRE(tp_queue_get_plans(queue, &plans, &count) == TP_OK);
+  REQUIRE(count == expected.plans.size());
+  CHECK(tp_queue_nomination_count(queue) == nominations.size());
+  for (std::size_t i = 0; i < count; ++i) {
+    const tp::QueuedPlan& item = expected.plans[i];
+    INFO("solver " << item.plan.solver << ", cost " << Model::name << ", outcome " << i << " for "
+                   << item.preemptor.value << ": " << tp::to_string(item.status));
+    CHECK(plans[i].preemptor == item.preemptor.value);
+    CHECK(status_name(plans[i].status) == tp::to_string(item.status));
+    CHECK(std::string(plans[i].error) == item.error);
+    REQUIRE(plans[i].moved_count == item.moved.size());
+    for (std::size_t m = 0; m < item.moved.size(); ++m)
+      CHECK(std::string(plans[i].moved[m]) == state.topology().path(item.moved[m]));
+    check_same(plans[i].plan, item.plan, state.topology());
+  }
+}
+
 tp_cost_term term_of(tp_cost_model model) {
   tp_cost_term term;
   tp_cost_term_init(&term, model);
@@ -226,4 +297,111 @@ TEST_CASE("the C interface plans what the library plans, on random states") {
     reused_reads += info.reused_reads;
   }
   CHECK(reused_reads > 0);
+}
+
+TEST_CASE("the C interface's queue plans what the library's plan_queue plans, round after round") {
+  std::size_t kept = 0;             // that nominations were carried: counted over all seeds
+  std::size_t resumed = 0;          // that a nomination outlived one of its victims' eviction
+  std::size_t planned_apart = 0;    // preemptors whose queued plan differs from their plan alone
+  for (std::uint64_t seed = 11; seed <= 14; ++seed) {
+    CAPTURE(seed);
+    std::mt19937_64 random(seed);
+    auto topology = std::make_shared<const tp::Topology>(
+        tp::shapes::cluster(tp::shapes::dense_8gpu_server(), 4, 2));
+    tp::Allocation state(topology);
+    const std::unique_ptr<tp_cluster, ClusterDeleter> cluster(tp_cluster_create());
+    REQUIRE(tp_cluster_define_shape(cluster.get(), "dense_8gpu_server", 4, 2) == TP_OK);
+    REQUIRE(tp_cluster_seal(cluster.get()) == TP_OK);
+    std::uint64_t id = 1;
+    for (int attempt = 0; attempt < 150; ++attempt) {
+      const tp::Workload w = random_workload(random, id, *topology);
+      const tp::PlacementSearchResult found = tp::find_placement(state, w);
+      if (!found.found) continue;
+      state.add(w, found.placement);
+      mirror_start(cluster.get(), w, found.placement, *topology);
+      ++id;
+    }
+    REQUIRE(state.size() > 10);
+
+    // Five preemptors of mixed sizes and priorities (two share a priority: ties go by id).
+    std::vector<tp::Workload> pending;
+    for (std::uint64_t k = 0; k < 5; ++k) {
+      tp::Workload preemptor;
+      preemptor.id = tp::WorkloadId{2000 + (k * 7) % 5};
+      preemptor.priority = 5 + static_cast<std::int32_t>(k % 4);
+      preemptor.demand.whole_devices = 1 << (random() % 3);
+      preemptor.replica_scope = tp::TopologyRequirement::guaranteed(scope_levels[random() % 4]);
+      pending.push_back(preemptor);
+    }
+
+    // One queue per solver and cost, each carried over three rounds with changes between them:
+    // a victim of some nomination finishes (its eviction done), an unrelated workload finishes.
+    struct Lane {
+      std::unique_ptr<tp_queue, QueueDeleter> queue{tp_queue_create()};
+      tp::Nominations nominations;
+    };
+    Lane bnb_priority;
+    Lane bnb_lost_work;
+    Lane knapsack_count;
+    Lane greedy_reload;
+    for (int round = 0; round < 3; ++round) {
+      CAPTURE(round);
+      const auto bnb = tp::solvers::branch_and_bound;
+      compare_queue(cluster.get(), bnb_priority.queue.get(), bnb, TP_SOLVER_BRANCH_AND_BOUND,
+                    tp::cost::priority_weighted{}, term_of(TP_COST_PRIORITY_WEIGHTED), state,
+                    pending, bnb_priority.nominations);
+      compare_queue(cluster.get(), bnb_lost_work.queue.get(), bnb, TP_SOLVER_BRANCH_AND_BOUND,
+                    tp::cost::lost_work{}, term_of(TP_COST_LOST_WORK), state, pending,
+                    bnb_lost_work.nominations);
+      compare_queue(cluster.get(), knapsack_count.queue.get(), tp::solvers::knapsack,
+                    TP_SOLVER_KNAPSACK, tp::cost::victim_count{}, term_of(TP_COST_VICTIM_COUNT),
+                    state, pending, knapsack_count.nominations);
+      compare_queue(cluster.get(), greedy_reload.queue.get(), tp::solvers::greedy,
+                    TP_SOLVER_GREEDY, tp::cost::reload_time{}, term_of(TP_COST_RELOAD_TIME), state,
+                    pending, greedy_reload.nominations);
+      // kubernetes_order prices by the running set, so each round is a fresh queue on both sides.
+      {
+        Lane fresh;
+        compare_queue(cluster.get(), fresh.queue.get(), tp::solvers::greedy, TP_SOLVER_GREEDY,
+                      tp::cost::kubernetes_order::of(state), term_of(TP_COST_KUBERNETES_ORDER),
+                      state, pending, fresh.nominations);
+      }
+      const tp_queued_plan* plans = nullptr;
+      std::size_t count = 0;
+      REQUIRE(tp_queue_get_plans(bnb_priority.queue.get(), &plans, &count) == TP_OK);
+      for (std::size_t i = 0; i < count; ++i) {
+        kept += plans[i].status == TP_NOMINATION_KEPT;
+        resumed += plans[i].status == TP_NOMINATION_RESUMED;
+        const auto it = std::find_if(pending.begin(), pending.end(), [&](const tp::Workload& w) {
+          return w.id.value == plans[i].preemptor;
+        });
+        REQUIRE(it != pending.end());
+        tp_plan_info info;
+        tp_plan_info_init(&info);
+        REQUIRE(tp_plan_get_info(plans[i].plan, &info) == TP_OK);
+        const tp::PreemptionPlan alone =
+            tp::solvers::branch_and_bound.solve(state, *it, tp::cost::priority_weighted{});
+        planned_apart += (alone.target_domain.valid() ? topology->path(alone.target_domain) : "") !=
+                         std::string(info.target);
+      }
+      // Between rounds: the first victim of the first nomination with victims leaves (an
+      // eviction done), and so does one unrelated workload.
+      for (std::size_t i = 0; i < count; ++i) {
+        const tp_victim* victims = nullptr;
+        std::size_t victim_count = 0;
+        REQUIRE(tp_plan_get_victims(plans[i].plan, &victims, &victim_count) == TP_OK);
+        if (victim_count == 0 || !state.contains(tp::WorkloadId{victims[0].id})) continue;
+        state.remove(tp::WorkloadId{victims[0].id});
+        REQUIRE(tp_cluster_workload_finish(cluster.get(), victims[0].id) == TP_OK);
+        break;
+      }
+      const auto ids = state.workload_ids();
+      const tp::WorkloadId gone = ids[random() % ids.size()];
+      state.remove(gone);
+      REQUIRE(tp_cluster_workload_finish(cluster.get(), gone.value) == TP_OK);
+    }
+  }
+  CHECK(kept > 0);
+  CHECK(resumed > 0);
+  CHECK(planned_apart > 0);
 }

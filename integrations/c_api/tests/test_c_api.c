@@ -638,6 +638,235 @@ static void test_topology_changes_keep_workloads(void) {
   tp_cluster_destroy(cluster);
 }
 
+/* The queued plans of `queue`, checked for shape: `expected` outcomes, in planning order. */
+static const tp_queued_plan* queued(const tp_queue* queue, size_t expected) {
+  const tp_queued_plan* plans = NULL;
+  size_t count = 99;
+  CHECK(tp_queue_get_plans(queue, &plans, &count) == TP_OK);
+  CHECK(count == expected);
+  for (size_t i = 0; i < count; ++i) {
+    tp_plan_info info;
+    tp_plan_info_init(&info);
+    CHECK(plans[i].plan != NULL && tp_plan_get_info(plans[i].plan, &info) == TP_OK);
+    CHECK(info.preemptor == plans[i].preemptor);
+    CHECK((plans[i].status == TP_NOMINATION_REJECTED) == (plans[i].error[0] != '\0'));
+    CHECK((plans[i].moved_count == 0) == (plans[i].moved == NULL));
+  }
+  return count == expected ? plans : NULL;
+}
+
+static const char* target_of(const tp_plan* plan) {
+  tp_plan_info info;
+  tp_plan_info_init(&info);
+  CHECK(tp_plan_get_info(plan, &info) == TP_OK);
+  return info.target;
+}
+
+/* Whether two plans share a victim. */
+static int share_a_victim(const tp_plan* a, const tp_plan* b) {
+  const tp_victim* va = NULL;
+  const tp_victim* vb = NULL;
+  size_t na = 0;
+  size_t nb = 0;
+  CHECK(tp_plan_get_victims(a, &va, &na) == TP_OK && tp_plan_get_victims(b, &vb, &nb) == TP_OK);
+  for (size_t i = 0; i < na; ++i) {
+    for (size_t j = 0; j < nb; ++j) {
+      if (va[i].id == vb[j].id) return 1;
+    }
+  }
+  return 0;
+}
+
+/* Two preemptors that would each take the same room when asked alone take two rooms together;
+ * nominations are kept, resumed and forgotten as the header says; bad input changes nothing. */
+static void test_queue(void) {
+  tp_cluster* cluster = make_cluster();
+  tp_cluster* other = make_cluster();
+  tp_queue* queue = tp_queue_create();
+  tp_workload a;
+  tp_workload b;
+  tp_workload bad;
+  tp_plan_options options;
+  tp_plan* alone_a = NULL;
+  tp_plan* alone_b = NULL;
+  const tp_queued_plan* plans = NULL;
+  const tp_queued_plan* first = NULL;
+  size_t count = 0;
+  uint64_t version = 0;
+  char first_target[64];
+  fill(cluster);
+  tp_plan_options_init(&options);
+  CHECK(queue != NULL);
+  /* Every NUMA node holds two workloads of priorities summing to 3: equally cheap rooms. */
+  preemptor_of(&a, 100, 2, "numa");
+  preemptor_of(&b, 101, 2, "numa");
+  b.priority = 9;
+  {
+    const tp_workload* pending[2] = {&b, &a};
+    (void)queued(queue, 0);
+    CHECK(tp_queue_nomination_count(queue) == 0 && tp_queue_nomination_count(NULL) == 0);
+    CHECK(tp_queue_get_plans(NULL, &plans, &count) == TP_E_NULL &&
+          tp_queue_get_plans(queue, NULL, &count) == TP_E_NULL &&
+          tp_queue_get_plans(queue, &plans, NULL) == TP_E_NULL);
+
+    /* Alone, both would take the same NUMA node. */
+    OK(cluster, tp_cluster_plan(cluster, &a, &options, &alone_a));
+    OK(cluster, tp_cluster_plan(cluster, &b, &options, &alone_b));
+    CHECK(strcmp(target_of(alone_a), target_of(alone_b)) == 0 && share_a_victim(alone_a, alone_b));
+
+    /* Bad calls change nothing (the queue has no outcome yet). */
+    version = state_version(cluster, NULL);
+    CHECK(tp_cluster_plan_queue(NULL, queue, pending, 2, &options) == TP_E_NULL);
+    EXPECT(cluster, tp_cluster_plan_queue(cluster, NULL, pending, 2, &options), TP_E_NULL,
+           "queue is NULL");
+    EXPECT(cluster, tp_cluster_plan_queue(cluster, queue, NULL, 2, &options), TP_E_NULL,
+           "preemptors is NULL");
+    EXPECT(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, NULL), TP_E_NULL, "options");
+    (void)queued(queue, 0);
+
+    /* Together: priority order (a first), two rooms, no victim twice. */
+    OK(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options));
+    plans = queued(queue, 2);
+    CHECK(plans != NULL);
+    if (plans == NULL) return;
+    CHECK(plans[0].preemptor == 100 && plans[1].preemptor == 101);
+    CHECK(plans[0].status == TP_NOMINATION_PLANNED && plans[1].status == TP_NOMINATION_PLANNED);
+    CHECK(strcmp(target_of(plans[0].plan), target_of(alone_a)) == 0);
+    CHECK(strcmp(target_of(plans[0].plan), target_of(plans[1].plan)) != 0);
+    CHECK(!share_a_victim(plans[0].plan, plans[1].plan));
+    expect_victims(plans[0].plan, 2);
+    expect_victims(plans[1].plan, 2);
+    CHECK(tp_queue_nomination_count(queue) == 2);
+    CHECK(state_version(cluster, NULL) == version); /* read-only on the cluster */
+    snprintf(first_target, sizeof first_target, "%s", target_of(plans[0].plan));
+
+    /* A bad preemptor fails the whole call, by index, and the queue keeps its outcomes. */
+    bad = a;
+    bad.replica_scope.level = "socket";
+    pending[1] = &bad;
+    EXPECT(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options), TP_E_INVALID,
+           "preemptors[1]: preemptor 100 'serving': replica scope: "
+           "unknown topology level 'socket'");
+    pending[1] = NULL;
+    EXPECT(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options), TP_E_NULL,
+           "preemptors[1]: preemptor is NULL");
+    bad = a;
+    bad.struct_size = 8;
+    pending[1] = &bad;
+    EXPECT(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options), TP_E_ABI,
+           "tp_workload_init");
+    pending[1] = &a;
+    options.solver = 7;
+    EXPECT(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options), TP_E_INVALID,
+           "tp_solver");
+    options.solver = TP_SOLVER_BRANCH_AND_BOUND;
+    EXPECT(other, tp_cluster_plan_queue(other, queue, pending, 2, &options), TP_E_STATE,
+           "another cluster");
+    CHECK(queued(queue, 2) == plans && tp_queue_nomination_count(queue) == 2);
+
+    /* Nothing moved: both nominations are kept. */
+    OK(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options));
+    plans = queued(queue, 2);
+    if (plans == NULL) return;
+    CHECK(plans[0].status == TP_NOMINATION_KEPT && plans[1].status == TP_NOMINATION_KEPT);
+    CHECK(strcmp(target_of(plans[0].plan), first_target) == 0);
+
+    /* One victim of a's nomination is gone (its eviction is under way): the rest resumes at the
+     * same room, and the freed GPU counts for nobody else. */
+    {
+      const tp_victim* victims = NULL;
+      tp_plan_info info;
+      CHECK(tp_plan_get_victims(plans[0].plan, &victims, &count) == TP_OK && count == 2);
+      OK(cluster, tp_cluster_workload_finish(cluster, victims[0].id));
+      OK(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options));
+      plans = queued(queue, 2);
+      if (plans == NULL) return;
+      CHECK(plans[0].status == TP_NOMINATION_RESUMED && plans[0].moved_count > 0);
+      CHECK(plans[0].moved_count == 0 || strstr(first_target, plans[0].moved[0]) != NULL ||
+            strstr(plans[0].moved[0], first_target) != NULL);
+      expect_victims(plans[0].plan, 1);
+      tp_plan_info_init(&info);
+      CHECK(tp_plan_get_info(plans[0].plan, &info) == TP_OK);
+      CHECK(info.status == TP_PLAN_FEASIBLE && strcmp(info.target, first_target) == 0);
+      CHECK(plans[1].status == TP_NOMINATION_KEPT && !share_a_victim(plans[0].plan, plans[1].plan));
+    }
+
+    /* Listed twice, or already running: rejected on its own; the others are planned as usual. */
+    {
+      tp_workload running;
+      const tp_workload* three[3] = {&a, &b, &a};
+      preemptor_of(&running, 3, 1, "numa");
+      OK(cluster, tp_cluster_plan_queue(cluster, queue, three, 3, &options));
+      plans = queued(queue, 3);
+      if (plans == NULL) return;
+      CHECK(plans[0].preemptor == 100 && plans[0].status == TP_NOMINATION_KEPT);
+      CHECK(plans[1].preemptor == 100 && plans[1].status == TP_NOMINATION_REJECTED &&
+            strstr(plans[1].error, "more than once") != NULL);
+      CHECK(plans[2].preemptor == 101 && plans[2].status == TP_NOMINATION_KEPT);
+      three[2] = &running;
+      OK(cluster, tp_cluster_plan_queue(cluster, queue, three, 3, &options));
+      plans = queued(queue, 3);
+      if (plans == NULL) return;
+      /* Ties of priority go by id: workload 3 comes first. */
+      CHECK(plans[0].preemptor == 3 && plans[0].status == TP_NOMINATION_REJECTED &&
+            strstr(plans[0].error, "already running") != NULL);
+      CHECK(plans[1].status == TP_NOMINATION_KEPT && plans[2].status == TP_NOMINATION_KEPT);
+      EXPECT(cluster, tp_cluster_commit(cluster, plans[0].plan), TP_E_INVALID, "infeasible");
+    }
+
+    /* Other options: the nominations were priced under another cost, so both are planned anew. */
+    options.solver = TP_SOLVER_GREEDY;
+    OK(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options));
+    plans = queued(queue, 2);
+    if (plans == NULL) return;
+    CHECK(plans[0].status == TP_NOMINATION_PLANNED && plans[1].status == TP_NOMINATION_PLANNED);
+    options.solver = TP_SOLVER_BRANCH_AND_BOUND;
+    OK(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options));
+
+    /* Committed in result order, both land; a preemptor not listed any more loses its
+     * nomination. */
+    plans = queued(queue, 2);
+    if (plans == NULL) return;
+    first = plans;
+    OK(cluster, tp_cluster_commit(cluster, first[0].plan));
+    OK(cluster, tp_cluster_commit(cluster, first[1].plan));
+    CHECK(tp_cluster_workload_running(cluster, 100) == 1 &&
+          tp_cluster_workload_running(cluster, 101) == 1);
+    OK(cluster, tp_cluster_plan_queue(cluster, queue, NULL, 0, &options));
+    CHECK(tp_queue_get_plans(queue, &plans, &count) == TP_OK && count == 0 && plans == NULL);
+    CHECK(tp_queue_nomination_count(queue) == 0);
+  }
+
+  /* Infeasible (5 GPUs in one node of 4), and a reseal forgets the nominations. */
+  {
+    tp_workload big;
+    const tp_workload* pending[2] = {&big, &a};
+    preemptor_of(&big, 102, 5, "node");
+    preemptor_of(&a, 103, 1, "numa");
+    OK(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options));
+    plans = queued(queue, 2);
+    if (plans == NULL) return;
+    CHECK(plans[0].preemptor == 102 && plans[0].status == TP_NOMINATION_INFEASIBLE);
+    CHECK(plans[1].preemptor == 103 && plans[1].status == TP_NOMINATION_PLANNED);
+    OK(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options));
+    plans = queued(queue, 2);
+    if (plans == NULL) return;
+    CHECK(plans[1].status == TP_NOMINATION_KEPT);
+    add_node(cluster, "rack1", 4);
+    OK(cluster, tp_cluster_seal(cluster));
+    OK(cluster, tp_cluster_plan_queue(cluster, queue, pending, 2, &options));
+    plans = queued(queue, 2);
+    if (plans == NULL) return;
+    CHECK(plans[1].status == TP_NOMINATION_PLANNED);
+  }
+  tp_plan_destroy(alone_a);
+  tp_plan_destroy(alone_b);
+  tp_queue_destroy(queue);
+  tp_queue_destroy(NULL);
+  tp_cluster_destroy(other);
+  tp_cluster_destroy(cluster);
+}
+
 int main(void) {
   test_versions_and_null();
   test_topology_errors();
@@ -645,6 +874,7 @@ int main(void) {
   test_plan_commit_replan();
   test_topology_changes_keep_workloads();
   test_distinct_hosts();
+  test_queue();
   if (failures != 0) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return EXIT_FAILURE;

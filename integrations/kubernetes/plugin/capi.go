@@ -285,11 +285,12 @@ var costModels = map[string]C.tp_cost_model{
 }
 
 var planStatus = map[C.int32_t]string{C.TP_PLAN_OPTIMAL: "optimal", C.TP_PLAN_FEASIBLE: "feasible",
-	C.TP_PLAN_INFEASIBLE: "infeasible", C.TP_PLAN_NO_PREEMPTION_NEEDED: "no_preemption_needed"}
+	C.TP_PLAN_INFEASIBLE: "infeasible", C.TP_PLAN_NO_PREEMPTION_NEEDED: "no_preemption_needed",
+	C.TP_PLAN_UNKNOWN: "unknown"}
 
-func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, solver string, cs *cstrings) (*Plan, error) {
-	var pw C.tp_workload
-	fillWorkload(&pw, preemptor, cs)
+// planOptions are the C ABI's plan options for the args and a solver by name ("" the
+// library's default).
+func planOptions(a *Args, solver string) (C.tp_plan_options, error) {
 	var opts C.tp_plan_options
 	C.tp_plan_options_init(&opts)
 	if solver != "" {
@@ -299,12 +300,12 @@ func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, solver string, cs *cs
 		opts.time_limit_s = C.double(a.TimeLimitSeconds)
 	}
 	if len(a.Cost) > C.TP_MAX_COST_TERMS {
-		return nil, fmt.Errorf("%d cost terms (at most %d)", len(a.Cost), C.TP_MAX_COST_TERMS)
+		return opts, fmt.Errorf("%d cost terms (at most %d)", len(a.Cost), C.TP_MAX_COST_TERMS)
 	}
 	for i, t := range a.Cost {
 		model, ok := costModels[t.Model]
 		if !ok {
-			return nil, fmt.Errorf("cost term %d: unknown model %q", i, t.Model)
+			return opts, fmt.Errorf("cost term %d: unknown model %q", i, t.Model)
 		}
 		C.tp_cost_term_init(&opts.cost[i], model)
 		if t.Weight != nil {
@@ -317,11 +318,26 @@ func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, solver string, cs *cs
 	if len(a.Cost) > 0 {
 		opts.cost_term_count = C.uint32_t(len(a.Cost))
 	}
+	return opts, nil
+}
+
+func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, solver string, cs *cstrings) (*Plan, error) {
+	var pw C.tp_workload
+	fillWorkload(&pw, preemptor, cs)
+	opts, err := planOptions(a, solver)
+	if err != nil {
+		return nil, err
+	}
 	var p *C.tp_plan
 	if err := check(cl, C.tp_cluster_plan(cl, &pw, &opts, &p), "plan for "+preemptor.Name); err != nil {
 		return nil, err
 	}
 	defer C.tp_plan_destroy(p)
+	return readPlan(p, preemptor.Replicas)
+}
+
+// readPlan copies a plan of a preemptor of `replicas` replicas into Go data.
+func readPlan(p *C.tp_plan, replicas int32) (*Plan, error) {
 	var info C.tp_plan_info
 	C.tp_plan_info_init(&info)
 	if st := C.tp_plan_get_info(p, &info); st != C.TP_OK {
@@ -348,7 +364,7 @@ func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, solver string, cs *cs
 	if st := C.tp_plan_get_placement(p, &entries, &ne); st != C.TP_OK {
 		return nil, fmt.Errorf("plan placement: %s", C.GoString(C.tp_status_name(st)))
 	}
-	out.Hosts = make([]string, preemptor.Replicas)
+	out.Hosts = make([]string, replicas)
 	for _, e := range unsafe.Slice(entries, int(ne)) {
 		r := int(e.replica)
 		if r < 0 || r >= len(out.Hosts) {
@@ -360,4 +376,134 @@ func plan1(cl *C.tp_cluster, preemptor *Workload, a *Args, solver string, cs *cs
 		}
 	}
 	return out, nil
+}
+
+// QueuedPlan is what planning several preemptors together did for one of them.
+type QueuedPlan struct {
+	Preemptor uint64 // its workload id
+	// Status is "kept" (its nomination from the last call still holds), "resumed" (kept
+	// without the victims already gone), "planned", "replanned" (its nomination no longer
+	// applied), "infeasible" or "rejected" (listed twice or already running: nothing planned).
+	Status string
+	Plan   *Plan    // made on the state the plans before it leave; nil when rejected
+	Error  string   // why it was rejected
+	Moved  []string // resumed or replanned: the domains its old nomination depended on that changed
+}
+
+var nominationStatus = map[C.int32_t]string{C.TP_NOMINATION_KEPT: "kept", C.TP_NOMINATION_RESUMED: "resumed",
+	C.TP_NOMINATION_PLANNED: "planned", C.TP_NOMINATION_REPLANNED: "replanned",
+	C.TP_NOMINATION_INFEASIBLE: "infeasible", C.TP_NOMINATION_REJECTED: "rejected",
+	C.TP_NOMINATION_UNKNOWN: "unknown"}
+
+// queue is one C-ABI queue handle: the nominations of the preemptors pending on one cluster,
+// carried from one planQueue call to the next. Used with one cluster only, under its lock.
+type queue struct{ q *C.tp_queue }
+
+func newQueue() (*queue, error) {
+	q := C.tp_queue_create()
+	if q == nil {
+		return nil, fmt.Errorf("tp_queue_create: out of memory")
+	}
+	return &queue{q: q}, nil
+}
+
+// destroy frees the handle (idempotent).
+func (q *queue) destroy() {
+	if q != nil && q.q != nil {
+		C.tp_queue_destroy(q.q)
+		q.q = nil
+	}
+}
+
+// SolveQueue plans the preemptors together on the model's topology and running workloads
+// (m.Preemptor is not one of them unless listed), as tp_cluster_plan_queue does: in priority
+// order, each on the state the plans before it leave, so that no two count on the same room.
+// Nothing is kept; the plugin keeps a queue beside its mirror (planQueue).
+func SolveQueue(m *Model, preemptors []Workload, opts *Args) (plans []QueuedPlan, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			plans, err = nil, fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
+		}
+	}()
+	cl, err := newCluster(m.Levels, m.Domains)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.destroy()
+	for i := range m.Workloads {
+		if err := cl.start(&m.Workloads[i]); err != nil {
+			return nil, err
+		}
+	}
+	q, err := newQueue()
+	if err != nil {
+		return nil, err
+	}
+	defer q.destroy()
+	return cl.planQueue(q, preemptors, opts, "")
+}
+
+// planQueue plans the preemptors together with q's nominations (see tp_cluster_plan_queue in
+// topopreempt_c.h), with a solver by name ("" the library's default); read-only on the cluster.
+func (c *cluster) planQueue(q *queue, preemptors []Workload, opts *Args, solver string) ([]QueuedPlan, error) {
+	return atCBoundary(func() ([]QueuedPlan, error) {
+		var cs cstrings
+		defer cs.free()
+		copts, err := planOptions(opts, solver)
+		if err != nil {
+			return nil, err
+		}
+		n := len(preemptors)
+		// The structs and the array of pointers to them live in C memory: cgo forbids passing
+		// Go memory that holds Go pointers.
+		ws := unsafe.Slice((*C.tp_workload)(cs.alloc(unsafe.Sizeof(C.tp_workload{})*uintptr(n))), n)
+		ptrs := unsafe.Slice((**C.tp_workload)(cs.alloc(unsafe.Sizeof((*C.tp_workload)(nil))*uintptr(n))), n)
+		// An id listed twice is planned for its highest-priority entry (the first listed among
+		// equals); the others are rejected. Its plan has that entry's replicas.
+		planned := map[uint64]*Workload{}
+		for i := range preemptors {
+			p := &preemptors[i]
+			fillWorkload(&ws[i], p, &cs)
+			ptrs[i] = &ws[i]
+			if prev, seen := planned[p.ID]; !seen || p.Priority > prev.Priority {
+				planned[p.ID] = p
+			}
+		}
+		var first **C.tp_workload
+		if n > 0 {
+			first = &ptrs[0]
+		}
+		if err := check(c.cl, C.tp_cluster_plan_queue(c.cl, q.q, first, C.size_t(n), &copts), "plan queue"); err != nil {
+			return nil, err
+		}
+		var items *C.tp_queued_plan
+		var count C.size_t
+		if st := C.tp_queue_get_plans(q.q, &items, &count); st != C.TP_OK {
+			return nil, fmt.Errorf("queue plans: %s", C.GoString(C.tp_status_name(st)))
+		}
+		out := make([]QueuedPlan, 0, int(count))
+		for _, it := range unsafe.Slice(items, int(count)) {
+			status, known := nominationStatus[it.status]
+			if !known {
+				return nil, fmt.Errorf("queue plan for %d: nomination status %d unknown to this plugin", uint64(it.preemptor), int32(it.status))
+			}
+			qp := QueuedPlan{Preemptor: uint64(it.preemptor), Status: status, Error: C.GoString(it.error)}
+			for _, m := range unsafe.Slice(it.moved, int(it.moved_count)) {
+				qp.Moved = append(qp.Moved, C.GoString(m))
+			}
+			if status != "rejected" {
+				w, listed := planned[qp.Preemptor]
+				if !listed {
+					return nil, fmt.Errorf("queue plan for %d, which was not listed", qp.Preemptor)
+				}
+				plan, err := readPlan(it.plan, w.Replicas)
+				if err != nil {
+					return nil, fmt.Errorf("queue plan for %d: %w", qp.Preemptor, err)
+				}
+				qp.Plan = plan
+			}
+			out = append(out, qp)
+		}
+		return out, nil
+	})
 }

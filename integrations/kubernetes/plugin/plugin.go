@@ -229,6 +229,10 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 	case "infeasible":
 		logger.V(2).Info("topopreempt: no placement even after evicting every eligible victim", "pod", klog.KObj(pod))
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "topopreempt: no topology-valid placement even after preemption")
+	case "unknown":
+		// A limit stopped the search before a plan or a proof: nothing is known, so stock decides.
+		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", "unknown: the solver's limit stopped the search before a plan or a proof")
+		return pl.stock.PostFilter(ctx, state, pod, m)
 	case "no_preemption_needed":
 		// The scheduler's filters refused a placement the device model accepts: something the
 		// model does not see (CPU, memory, taints, affinity) blocks it. Let stock decide.
@@ -263,6 +267,9 @@ func (pl *Plugin) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycl
 	d, err := pl.decide(pods, group)
 	if err == nil && d.plan.Status == "no_preemption_needed" {
 		err = errors.New("fits without preemption in the device model")
+	}
+	if err == nil && d.plan.Status == "unknown" {
+		err = errors.New("unknown: the solver's limit stopped the search before a plan or a proof")
 	}
 	if err != nil {
 		logger.Info("topopreempt: falling back to stock PodGroupPostFilter", "group", pgInfo.GetKey(), "reason", err.Error())

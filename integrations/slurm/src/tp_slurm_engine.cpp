@@ -610,10 +610,7 @@ std::uint64_t eligible_state_digest(const tp_snapshot_t& snapshot, const tp_requ
 }
 
 /// "unknown": a limit stopped the search before anything was proven (see docs/model.md).
-/// Compared by name so that this file builds against a library with or without the status.
-bool is_unknown(tp::PlanStatus status) {
-  return tp::to_string(status) == std::string_view("unknown");
-}
+bool is_unknown(tp::PlanStatus status) { return status == tp::PlanStatus::unknown; }
 
 /// How the log names a status: "optimal" only when the solver proved it, a time-limited or
 /// greedy plan is the best found, "infeasible" is a proof, "unknown" is not.

@@ -20,13 +20,14 @@ namespace topopreempt::detail {
 }
 
 /// Sets `plan.preemptor` and `plan.dependencies` from `state`, the state the plan was computed
-/// on. Every solver calls it once the plan is complete; an infeasible plan depends on nothing.
+/// on. Every solver calls it once the plan is complete; a plan without a placement (infeasible
+/// or unknown) depends on nothing.
 inline void record_dependencies(const Allocation& state, const Workload& preemptor,
                                 PreemptionPlan& plan) {
   const Topology& topology = state.topology();
   plan.preemptor = preemptor.id;
   plan.dependencies.clear();
-  if (plan.status == PlanStatus::infeasible) return;
+  if (plan.status == PlanStatus::infeasible || plan.status == PlanStatus::unknown) return;
   std::vector<DomainId> domains;
   for (const auto& replica : plan.placement.replicas) {
     for (const auto& entry : replica.entries)

@@ -318,6 +318,17 @@ class PreemptionContext {
   /// counts, so a domain it rejects the scan rejects too.
   [[nodiscard]] std::optional<Shortfall> index_shortfall(const Tier& tier, DomainId target) const;
 
+  /// A proof of impossibility by counting hosts, from the preemption index alone: every
+  /// replica lies in one host, so a gang of R replicas needs hosts that, with every eligible
+  /// victim evicted, hold R replicas between them. Each host of `target` is credited with the
+  /// replicas that its idle and evictable devices and its evictable pooled amounts could hold
+  /// (at most one under `distinct_hosts`); a target whose hosts hold fewer than R is rejected
+  /// (`have`: how many they hold, `need`: R, `dim`: `distinct_host_dimension`). An upper
+  /// bound, never wrong. Only for gangs in targets above the host level; O(hosts x dims x
+  /// priorities held), stopping once R replicas are counted.
+  [[nodiscard]] std::optional<Shortfall> host_count_shortfall(const Tier& tier,
+                                                              DomainId target) const;
+
   /// The least price the index allows for freeing `need` device entries in `where`: the
   /// least `per_victim` over its eligible bands, and the cheapest-first cover of `need`
   /// entries (per band, the entries of its least-lost-work workload at the band's rate, any

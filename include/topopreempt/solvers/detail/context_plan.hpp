@@ -124,10 +124,13 @@ std::string PreemptionContext<Model>::explain(const PreemptionPlan& plan, const 
   text += "preemptor: " + describe_preemptor() + "\n";
   if (plan.status == PlanStatus::no_preemption_needed) {
     text += "fits without preemption in " + topology_.describe(plan.target_domain) + "\n";
-  } else if (plan.status == PlanStatus::infeasible && plan.statistics.limit_reached) {
-    text +=
-        "no plan was found before a limit (time or search nodes) was reached: "
-        "infeasibility is NOT proven\n";
+  } else if (plan.status == PlanStatus::unknown) {
+    const SolverStatistics& s = plan.statistics;
+    text += "a limit (time or search nodes) stopped the search before it found a plan or proved "
+            "that none exists: nothing is claimed (" +
+            std::to_string(s.domains_considered) + " candidate domain(s) considered, " +
+            std::to_string(s.domains_pruned) + " dismissed, " + std::to_string(s.domains_solved) +
+            " searched in depth)\n";
   } else if (plan.status == PlanStatus::infeasible) {
     const std::string unplaceable = guarantee_without_devices(topology_, preemptor_, demand_);
     text += unplaceable.empty() ? "no placement exists even after evicting every eligible victim"

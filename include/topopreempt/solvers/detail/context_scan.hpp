@@ -421,6 +421,50 @@ std::optional<Shortfall> PreemptionContext<Model>::index_shortfall(const Tier& t
 }
 
 template <CostModel Model>
+std::optional<Shortfall> PreemptionContext<Model>::host_count_shortfall(const Tier& tier,
+                                                                        DomainId target) const {
+  const ResolvedDemand& demand = tier.demand;
+  const LevelIndex host_level = topology_.host_level();
+  if (demand.replicas < 2 || topology_.level(target) >= host_level) return std::nullopt;
+  const std::int32_t priority = preemptor_.priority;
+  // Replicas one host could hold after evicting every eligible victim there, by one resource.
+  const auto replicas_by = [](std::int64_t have, std::int64_t per_replica) {
+    return per_replica > 0 ? std::max<std::int64_t>(0, have) / per_replica
+                           : detail::unbounded_replicas;
+  };
+  const std::int64_t most_per_host = demand.distinct_hosts ? 1 : detail::unbounded_replicas;
+  std::int64_t counted = 0;
+  for (const DomainId host : topology_.domains_at(host_level, target)) {
+    std::int64_t fit = most_per_host;
+    if (demand.whole_devices > 0) {
+      const std::int64_t devices =
+          std::min<std::int64_t>(topology_.device_count(host),
+                                 state_.idle_devices(host) +
+                                     state_.preemptible_device_entries_below(host, priority));
+      fit = std::min(fit, replicas_by(devices, demand.whole_devices));
+    }
+    for (Eigen::Index i = 0; fit > 0 && i < demand.pooled.size(); ++i) {
+      const Amount per_replica = demand.pooled(i) + (demand.has_share ? demand.share(i) : 0);
+      if (per_replica <= 0) continue;
+      const auto dim = static_cast<std::size_t>(i);
+      // A replica draws its pooled amounts inside its own host (`pool_root` stops there): a
+      // host without any of the dimension holds none.
+      if (topology_.capacity(host)(i) <= 0) {
+        fit = 0;
+        break;
+      }
+      fit = std::min(fit, replicas_by(state_.free(host, dim) +
+                                          state_.preemptible_below(host, priority, dim),
+                                      per_replica));
+    }
+    counted += fit;
+    if (counted >= demand.replicas) return std::nullopt;
+  }
+  return Shortfall{distinct_host_dimension, static_cast<double>(counted),
+                   static_cast<double>(demand.replicas), 0};
+}
+
+template <CostModel Model>
 double PreemptionContext<Model>::index_price_bound(const Tier& tier, DomainId target, double floor,
                                                    double grid, bool per_host) const {
   if constexpr (!IndexPricedModel<Model>) {

@@ -236,6 +236,7 @@ struct Rejection {
     too_small,
     hopeless,
     hopeless_unread,
+    too_few_hosts,
     bound,
     bound_unread,
     costlier,

@@ -80,6 +80,10 @@ class RejectionLog {
         return "not read: even evicting every eligible victim frees at most " +
                amount(r.shortfall.have) + " of the " + amount(r.shortfall.need) + " " +
                context.dimension_name(r.shortfall.dim) + " missing (preemption index)";
+      case Rejection::Kind::too_few_hosts:
+        return "not searched: even evicting every eligible victim, its " + context.host_noun() +
+               "s hold at most " + amount(r.shortfall.have) + " of the " +
+               amount(r.shortfall.need) + " replicas (preemption index)";
       case Rejection::Kind::bound:
         return "lower bound " + amount(r.value) + " >= best cost " + amount(r.best);
       case Rejection::Kind::bound_unread:
@@ -146,6 +150,10 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
   RejectionLog log;
   std::vector<Downgrade> downgrades;  // every tier's, in search order
   bool unproven = false;  // an earlier tier ended at a limit without proving it has no plan
+  // Whether the last tier taken was proven to hold no plan. Tiers go from tightest to loosest,
+  // and the last one relaxes every other (its levels are the loosest of each scope), so its
+  // proof alone makes the answer `infeasible`; without it the answer is `unknown`.
+  bool loosest_proven_empty = true;
   // Every domain costs at least the model's declared price floor: the preemptor fits nowhere
   // as things stand, so each plan evicts or shrinks at least one victim.
   const double floor = context.price_floor();
@@ -177,8 +185,14 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
     DomainProblem problem;
     ScanWorkspace workspace;
     std::vector<DomainId> batch;
+    bool skipped_at_deadline = false;  // targets left unread by the time limit
     const auto keep = [&](DomainId target) {
-      if (deadline.expired()) return false;  // the rest stays unscanned: nothing is proven
+      // Past the deadline, targets are read only until one can be searched: the rest stays
+      // unread, and nothing is proven about it.
+      if (!candidates.empty() && deadline.expired()) {
+        skipped_at_deadline = true;
+        return false;
+      }
       ++statistics.domains_considered;
       if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
         ++statistics.domains_pruned;
@@ -212,12 +226,12 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       context.for_each_batch(tier, batch, keep, [&](std::span<const DomainId> targets) {
         context.scan_batch_cached(tier_index, tier, targets, workspace, cache, emit);
       });
-    } else if (context.grouped(tier) && !deadline.expired_now()) {
+    } else if (context.grouped(tier)) {
       // Priced, and targets lie at or below the host level: one group, the root, holds them
       // all. Taken by its bound, a group opens into the groups a level down, then into its
       // targets; a group whose bound cannot win is pruned whole, its targets never looked at
       // one by one (counted as considered when a group opens into them or is pruned). Past
-      // the deadline already, targets are taken one by one below, as far as it lets them.
+      // the deadline already, groups still open until a search yields a plan (the loop below).
       const std::size_t all = context.targets(tier).size();
       if (all > 0) {
         candidates.push_back({context.group_price_bound_cached(tier_index, tier,
@@ -228,17 +242,19 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         grouped_targets = all;
       }
     } else {
-      // The static capacity check waits until a domain is read: most are never read.
-      unread.reserve(context.targets(tier).size());
-      for (DomainId target : context.targets(tier)) {
-        if (deadline.expired()) break;  // the rest stays unscanned: nothing is proven
-        ++statistics.domains_considered;
-        unread.push_back(target);
-      }
+      // The static capacity check waits until a domain is read: most are never read. Listing
+      // them is cheap next to reading one, so it is never cut short: past the deadline the
+      // loop below reads them only until one can be searched.
+      const auto targets = context.targets(tier);
+      unread.assign(targets.begin(), targets.end());
+      statistics.domains_considered += targets.size();
     }
     bool cut_short = false;  // the deadline left domains of this tier unscanned or unsearched
     std::size_t searched_here = 0;
-    if (deadline.has_expired()) {
+    // A searched domain that found no plan without proving that none exists (a limit stopped
+    // its search): the tier is not proven empty.
+    bool search_unproven = false;
+    if (skipped_at_deadline) {
       cut_short = true;
       statistics.limit_reached = true;
     }
@@ -359,12 +375,12 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
     while (!candidates.empty() || cursor < unread.size()) {
       const std::size_t live =
           candidates.size() - groups + grouped_targets + (unread.size() - cursor);
-      // Unread domains (bound: the floor) go before read ones of a larger bound; at equal
-      // bounds read ones go first, so a plan at the floor ends the tier without reading the
-      // other domains whose bound is the floor.
-      const bool take_unread =
-          cursor < unread.size() && (candidates.empty() || candidates.front().bound > floor);
-      const double least = take_unread ? floor : candidates.front().bound;
+      // The least bound left: the floor while unread domains remain, else the heap's top.
+      const bool unread_left = cursor < unread.size();
+      const double least =
+          std::min(unread_left ? floor : std::numeric_limits<double>::infinity(),
+                   candidates.empty() ? std::numeric_limits<double>::infinity()
+                                      : candidates.front().bound);
       if (least >= best_cost) {  // exact: see docs/costs.md
         // Every domain left has a bound at least this large: all are pruned at once, the
         // closest read ones listed first, then unread ones.
@@ -402,14 +418,24 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         log.count_unlisted(live - listed);
         break;
       }
-      // Past the deadline, one domain is still searched when none was: the most promising
-      // one, at the price of one bounded search, so a tight limit still yields a plan.
-      if (searched_here > 0 && deadline.expired_now()) {
+      // Past the deadline, domains are still searched, most promising first, until one yields
+      // a plan or one is left unsettled: a tight limit (even 0) still yields a plan. A domain
+      // proven empty does not stop it (greedy evicting everything and still finding no room is
+      // a quick proof, and the only work a search past the deadline does besides its plan).
+      if (searched_here > 0 && (best_problem || search_unproven) && deadline.expired_now()) {
         cut_short = true;
         statistics.limit_reached = true;
         open_bound = std::min(open_bound, least);  // the least bound left: still open
         break;
       }
+      // Unread domains (bound: the floor) go before read ones of a larger bound; at equal
+      // bounds read ones go first, so a plan at the floor ends the tier without reading the
+      // other domains whose bound is the floor. Past the deadline, a candidate in the heap is
+      // taken before any unread domain is read: the scan stops at the first domain that can be
+      // searched (the order no longer matters then: nothing will be claimed optimal).
+      const bool take_unread =
+          unread_left &&
+          (candidates.empty() || (candidates.front().bound > floor && !deadline.expired_now()));
       if (take_unread) {
         read_next();
         continue;
@@ -459,6 +485,13 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
                                   cache, emit);
         continue;
       }
+      // The last cheap proof before a search in depth: too few hosts for the gang even with
+      // every eligible victim gone (what an exhaustive search would otherwise prove slowly).
+      if (auto shortfall = context.host_count_shortfall(tier, item.target)) {
+        ++statistics.domains_pruned;
+        log.scanned({item.target, Rejection::Kind::too_few_hosts, *shortfall, 0.0, 0.0, {}});
+        continue;
+      }
       (void)context.build_problem(tier, item.target, problem);
       ++statistics.domains_solved;
       ++searched_here;
@@ -491,6 +524,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         log.searched(
             {item.target, Rejection::Kind::costlier, {}, outcome.cost, best_cost, outcome.note});
       } else {
+        if (!outcome.exact) search_unproven = true;
         log.searched({item.target, Rejection::Kind::no_better, {}, 0.0, best_cost, outcome.note});
       }
     }
@@ -508,9 +542,11 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       return finish(std::move(plan));
     }
     if (statistics.limit_reached) unproven = true;
+    loosest_proven_empty = !cut_short && !search_unproven;
   }
   PreemptionPlan plan = context.make_plan_without_victims(
-      solver, PlanStatus::infeasible, nullptr, statistics, log.verdicts(context), log.total());
+      solver, loosest_proven_empty ? PlanStatus::infeasible : PlanStatus::unknown, nullptr,
+      statistics, log.verdicts(context), log.total());
   plan.downgrades = std::move(downgrades);
   return finish(std::move(plan));
 }

@@ -169,7 +169,10 @@ func (a *answer) print(w io.Writer) {
 			// plugin hands such a question to the stock DefaultPreemption (plugin.go).
 			fmt.Fprintln(w, "The GPUs fit without preemption: if the pod is still pending, something the model does not see (CPU, memory, taints, affinity) blocks it, and the plugin would let the stock DefaultPreemption decide")
 		}
-		if v.Status != "infeasible" {
+		if v.Status == "unknown" {
+			fmt.Fprintln(w, "A limit stopped the search before a plan or a proof: nothing is known, and the plugin would let the stock DefaultPreemption decide")
+		}
+		if v.Status != "infeasible" && v.Status != "unknown" {
 			fmt.Fprintf(w, "Preemptor goes to %s (nodes %s)\n", v.Target, strings.Join(v.Nodes, ", "))
 			for _, d := range v.Devices {
 				fmt.Fprintf(w, "  %s: %s %s\n", d.Pod, d.Node, d.Device)

@@ -48,7 +48,7 @@ type Binaries struct {
 // BinariesIn names the binaries as `go build -o DIR/` writes them.
 func BinariesIn(dir string) Binaries {
 	return Binaries{
-		Etcd:              filepath.Join(dir, "server"), // go.etcd.io/etcd/server/v3
+		Etcd:              filepath.Join(dir, "etcd"), // go.etcd.io/etcd/server/v3, built -o etcd
 		APIServer:         filepath.Join(dir, "kube-apiserver"),
 		ControllerManager: filepath.Join(dir, "kube-controller-manager"),
 		Kwok:              filepath.Join(dir, "kwok"),

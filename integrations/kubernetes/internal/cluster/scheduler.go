@@ -35,15 +35,72 @@ func (c *Cluster) StartScheduler(ctx context.Context, name, binary, configPath s
 	if err != nil {
 		return nil, err
 	}
+	return c.runScheduler(ctx, name, binary, "--config="+config,
+		"--feature-gates="+strings.Join(FeatureGates, ","), "--v=2")
+}
+
+// StartDeployedScheduler runs binary as a Deployment's container would run it: with the
+// container's arguments `args` and exactly the KubeSchedulerConfiguration `config` (its
+// ConfigMap's), whose file replaces the value of the --config argument. Only what running outside
+// the cluster needs is added: clientConnection.kubeconfig (in a pod, the in-cluster config), a
+// free secure port on 127.0.0.1 (in a pod, 10259 of its own address) and the kubeconfig of its
+// delegated authentication and authorization. Leader election and everything else stay as
+// configured. Any scheduler already running is stopped first.
+func (c *Cluster) StartDeployedScheduler(ctx context.Context, name, binary string, config []byte, args []string) (*Scheduler, error) {
+	c.StopScheduler()
+	parsed := map[string]any{}
+	if err := yaml.Unmarshal(config, &parsed); err != nil {
+		return nil, fmt.Errorf("the deployed configuration: %w", err)
+	}
+	if parsed["kind"] != "KubeSchedulerConfiguration" {
+		return nil, fmt.Errorf("the deployed configuration is a %v, not a KubeSchedulerConfiguration", parsed["kind"])
+	}
+	connection, _ := parsed["clientConnection"].(map[string]any)
+	if connection == nil {
+		connection = map[string]any{}
+	}
+	if connection["kubeconfig"] != nil {
+		return nil, fmt.Errorf("the deployed configuration sets clientConnection.kubeconfig; in a pod it uses the in-cluster config")
+	}
+	connection["kubeconfig"] = c.Kubeconfig
+	parsed["clientConnection"] = connection
+	text, err := yaml.Marshal(parsed)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(c.Dir, name+".config.yaml")
+	if err := os.WriteFile(path, text, 0o644); err != nil {
+		return nil, err
+	}
+	var rest []string
+	replaced := false
+	for _, a := range args {
+		if strings.HasPrefix(a, "--config=") {
+			rest = append(rest, "--config="+path)
+			replaced = true
+			continue
+		}
+		if strings.HasPrefix(a, "--secure-port=") || strings.HasPrefix(a, "--bind-address=") {
+			return nil, fmt.Errorf("the container's argument %s: the harness chooses the address", a)
+		}
+		rest = append(rest, a)
+	}
+	if !replaced {
+		return nil, fmt.Errorf("the container's arguments %q have no --config=", args)
+	}
+	return c.runScheduler(ctx, name, binary, rest...)
+}
+
+// runScheduler starts binary with args on a free secure port, authenticated by this cluster's
+// admin kubeconfig, and waits until it is ready.
+func (c *Cluster) runScheduler(ctx context.Context, name, binary string, args ...string) (*Scheduler, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	p, err := StartProcess(c.Dir, name, binary,
-		"--config="+config,
+	p, err := StartProcess(c.Dir, name, binary, append(args,
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
-		"--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
-		"--feature-gates="+strings.Join(FeatureGates, ","), "--v=2")
+		"--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig)...)
 	if err != nil {
 		return nil, err
 	}

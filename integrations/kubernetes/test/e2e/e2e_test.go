@@ -9,6 +9,10 @@
 //	    -variant stock=build/kubernetes/bin/kube-scheduler:config/stock.yaml \
 //	    -results build/kubernetes/results
 //
+// With -deploy deploy/topopreempt-scheduler.yaml, TestDeployManifests first checks the deployment
+// manifests against the API server and runs the -bin kube-scheduler with their configuration
+// (deploy_test.go); -test.run TestDeployManifests runs that check alone.
+//
 // Run the compiled test binary directly (not `go test`): on SIGTERM or SIGINT it stops every
 // process it started before exiting, which `timeout` relies on.
 package e2e
@@ -45,7 +49,7 @@ func (v *variantFlags) Set(text string) error {
 }
 
 var (
-	binDir     = flag.String("bin", "", "directory of etcd (server), kube-apiserver, kube-controller-manager, kwok")
+	binDir     = flag.String("bin", "", "directory of etcd, kube-apiserver, kube-controller-manager, kwok (and kubectl, kube-scheduler for -deploy)")
 	resultsDir = flag.String("results", "", "where results.json and results.md go (default: none)")
 	keepDir    = flag.Bool("keep", false, "keep the cluster directory (logs, configs) after the run")
 	scaleNodes = flag.Int("scale-nodes", 1000, "nodes of the KWOK scale scenario (10 pods each); 0 skips it")
