@@ -799,6 +799,9 @@ def evaluate_blocked(blocked, failures):
           f"changes elsewhere, {t['solving_ms']} ms solving", failures)
     check(t["plan_statuses"] == ["infeasible"], f"blocked: the verdict is infeasible ({t['plan_statuses']})",
           failures)
+    # The verdict is a proof, found before any search: far below the solver's time limit.
+    check(t["solving_ms"] < BLOCKED_TIME_LIMIT_MS / 10, f"blocked: the verdict took {t['solving_ms']} ms, "
+          f"well below the {BLOCKED_TIME_LIMIT_MS} ms limit (a proof, not a search stopped by it)", failures)
     if s["main_mean_cycle_us"] and t["main_mean_cycle_us"] is not None:
         check(t["main_mean_cycle_us"] <= BLOCKED_RATIO * s["main_mean_cycle_us"],
               f"blocked: main scheduler mean cycle {t['main_mean_cycle_us']} us <= {BLOCKED_RATIO} x stock's "
