@@ -20,6 +20,7 @@
 // clang-format off
 #include "config.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -489,7 +490,7 @@ static const char* _read_request(job_record_t* job_ptr, tp_request_t* request,
     request->gpus_per_node = gpu_state->gres_per_socket;
     request->replica_scope = TP_SCOPE_SOCKET;
   } else if (gpu_state && gpu_state->gres_per_socket) {
-    return "--gpus-per-socket without --sockets-per-node=1";
+    return "--gpus-per-socket with --sockets-per-node other than 1";
   } else if (gpu_state && gpu_state->gres_per_node) {
     request->gpus_per_node = gpu_state->gres_per_node; /* --gpus-per-node, --gres=gpu:N */
   } else if (gpu_state && gpu_state->gres_per_task && tasks_per_node) {
@@ -596,6 +597,12 @@ static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
     xfree(eligible);
     return;
   }
+  /* A cycle: what one thread does until sdiag's main or backfill cycle counter moves (both
+   * scheduler threads hold the job write lock for the jobs they test, and an RPC thread's
+   * select_nodes is charged to its own thread). */
+  tp_engine_set_cycle(engine, _fnv(_fnv(_fnv(0xcbf29ce484222325ULL, (uint64_t)pthread_self()),
+                                        slurmctld_diag_stats.schedule_cycle_counter),
+                                   slurmctld_diag_stats.bf_cycle_counter));
   fingerprint = _fingerprint(preemptor);
   cached = tp_engine_use_cached(engine, &request, node_record_count, fingerprint);
   if (cached >= 0) {

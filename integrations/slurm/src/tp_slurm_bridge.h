@@ -114,7 +114,10 @@ void tp_engine_destroy(tp_engine_t* engine);
 /* Makes the cached plan of `request`'s job current if it was made for the same request on the
  * state `fingerprint` (the caller's hash of what it would read) and returns its kind; else
  * returns -1 and the caller reads the cluster and calls tp_engine_plan. Plans are cached per job, so a
- * scheduler pass that alternates between pending jobs solves each of them once per state. */
+ * scheduler pass that alternates between pending jobs solves each of them once per state.
+ * A verdict without victims (infeasible, unknown, fits as is) is kept longer, across state
+ * changes: tp_engine_plan answers it again, without solving, while nothing on the nodes the
+ * request may use has changed. */
 int tp_engine_use_cached(tp_engine_t* engine, const tp_request_t* request, int node_count,
                          uint64_t fingerprint);
 
@@ -125,6 +128,14 @@ int tp_engine_use_cached(tp_engine_t* engine, const tp_request_t* request, int n
  * Never throws: every error is logged and yields TP_PLAN_NONE. */
 tp_plan_kind_t tp_engine_plan(tp_engine_t* engine, const tp_snapshot_t* snapshot,
                               const tp_request_t* request, uint64_t fingerprint);
+
+/* Says which scheduling cycle the following calls belong to (any value that differs between
+ * cycles; the plugin derives it from the calling thread and sdiag's cycle counters). The time
+ * tp_engine_plan spends planning is charged to the current cycle; once a cycle has spent
+ * topopreempt.conf's `cycle_budget_ms`, its remaining jobs get TP_PLAN_NONE (stock), each told
+ * once, and are planned in a later cycle. A search started with less than its time limit left
+ * in the budget is cut to what is left. */
+void tp_engine_set_cycle(tp_engine_t* engine, uint64_t cycle);
 
 /* 1 when topopreempt.conf says `relation = qos` (who may preempt whom comes from QOS Preempt=,
  * as preempt/qos decides), 0 for `relation = partition_prio` (the default). */

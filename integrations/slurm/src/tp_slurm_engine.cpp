@@ -18,6 +18,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -41,6 +42,7 @@ struct Config {
   std::string cost_model = "priority_weighted";  // priority_weighted | victim_count | lost_work
   double priority_offset = 1.0;                  // priority_weighted: tier + offset per victim
   std::int64_t time_limit_ms = 500;              // branch_and_bound only
+  std::int64_t cycle_budget_ms = 500;            // planning time per scheduling cycle
   std::uint64_t node_limit = 200000;             // branch_and_bound only
   std::string plan_log;                          // JSON lines, one per plan; empty: none
   std::string relation = "partition_prio";       // partition_prio | qos: who may preempt whom
@@ -108,6 +110,9 @@ Config read_config(const char* path) {
       } else if (key == "time_limit_ms") {
         config.time_limit_ms = parse_number<std::int64_t>(key, value);
         if (config.time_limit_ms <= 0) throw std::invalid_argument(key + " must be > 0");
+      } else if (key == "cycle_budget_ms") {
+        config.cycle_budget_ms = parse_number<std::int64_t>(key, value);
+        if (config.cycle_budget_ms <= 0) throw std::invalid_argument(key + " must be > 0");
       } else if (key == "node_limit") {
         config.node_limit = parse_number<std::uint64_t>(key, value);
         if (config.node_limit == 0) throw std::invalid_argument(key + " must be > 0");
@@ -524,29 +529,132 @@ std::uint64_t request_fingerprint(const tp_request_t& request, int node_count) {
   return hash;
 }
 
-/// "optimal" only when the solver proved it; a time-limited or greedy plan is the best found.
+/// Mixes `value` into an FNV-1a digest byte by byte (deterministic on every platform).
+void fnv_mix(std::uint64_t& hash, std::uint64_t value) {
+  for (int i = 0; i < 8; ++i) {
+    hash ^= (value >> (8 * i)) & 0xffU;
+    hash *= 0x100000001b3ULL;
+  }
+}
+
+/// What a verdict that names no victims (`infeasible`, `unknown`, `no_preemption_needed`)
+/// depends on: the part of the cluster the job may land on. A replica lands only on a node the
+/// request makes eligible, and a victim only matters for what it frees there, so these verdicts
+/// are functions of the eligible nodes (their configuration and leaf switch), of every job that
+/// holds something on one of them (all its holdings: whether its shares are identical decides
+/// whether the model may evict it), of the switch tree and of whether memory is modelled.
+/// Jobs, nodes and their changes elsewhere do not enter: a kept verdict survives them. The
+/// request itself (eligibility included) is the cache key, not part of this digest.
+///
+/// This stands in for the library's domain versions (`Allocation::domain_version` of the
+/// eligible hosts): the plugin builds a fresh model from a fresh snapshot for every plan, and
+/// versions digest a model's change history, workloads' cost fields included (lost_work reads
+/// the clock), so they do not compare across two snapshots of an unchanged cluster. Start times
+/// and names are left out here because no verdict without victims depends on a cost.
+std::uint64_t eligible_state_digest(const tp_snapshot_t& snapshot, const tp_request_t& request) {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  fnv_mix(hash, static_cast<std::uint64_t>(snapshot.memory_modelled != 0));
+  fnv_mix(hash, static_cast<std::uint64_t>(snapshot.switch_count));
+  for (int s = 0; s < snapshot.switch_count; ++s) {
+    const tp_switch_t& sw = snapshot.switches[s];
+    for (const char* c = sw.name != nullptr ? sw.name : ""; *c != '\0'; ++c) {
+      fnv_mix(hash, static_cast<unsigned char>(*c));
+    }
+    fnv_mix(hash, static_cast<std::uint64_t>(sw.level));
+    fnv_mix(hash, static_cast<std::uint64_t>(sw.parent));
+  }
+  for (int n = 0; n < snapshot.node_count; ++n) {
+    if (!eligible(request, n)) continue;
+    const tp_node_t& node = snapshot.nodes[n];
+    fnv_mix(hash, static_cast<std::uint64_t>(n));
+    for (const char* c = node.name != nullptr ? node.name : ""; *c != '\0'; ++c) {
+      fnv_mix(hash, static_cast<unsigned char>(*c));
+    }
+    fnv_mix(hash, static_cast<std::uint64_t>(node.leaf_switch));
+    fnv_mix(hash, static_cast<std::uint64_t>(node.sockets));
+    fnv_mix(hash, static_cast<std::uint64_t>(node.cores_per_socket));
+    fnv_mix(hash, static_cast<std::uint64_t>(node.gpus));
+    for (int g = 0; g < node.gpus && g < TP_MAX_GPUS; ++g) {
+      fnv_mix(hash, static_cast<std::uint64_t>(node.gpu_socket[g]));
+    }
+    fnv_mix(hash, static_cast<std::uint64_t>(snapshot.memory_modelled != 0 ? node.memory_mb : 0));
+  }
+  // Jobs enter as a sum of their own digests, so that job_list's order does not matter.
+  std::uint64_t jobs = 0;
+  for (int j = 0; j < snapshot.job_count; ++j) {
+    const tp_job_t& job = snapshot.jobs[j];
+    bool touches = false;
+    for (int h = job.first_holding; h < job.first_holding + job.holding_count; ++h) {
+      const int n = snapshot.holdings[h].node;
+      touches = touches || (n >= 0 && n < snapshot.node_count && eligible(request, n));
+    }
+    if (!touches) continue;
+    std::uint64_t digest = 0xcbf29ce484222325ULL;
+    fnv_mix(digest, job.job_id);
+    fnv_mix(digest, static_cast<std::uint64_t>(job.priority));
+    fnv_mix(digest, static_cast<std::uint64_t>(job.preemptible != 0));
+    fnv_mix(digest, static_cast<std::uint64_t>(job.holding_count));
+    for (int h = job.first_holding; h < job.first_holding + job.holding_count; ++h) {
+      const tp_holding_t& holding = snapshot.holdings[h];
+      fnv_mix(digest, static_cast<std::uint64_t>(holding.node));
+      fnv_mix(digest, holding.gpu_mask);
+      for (const int cores : holding.cores_on_socket) {
+        fnv_mix(digest, static_cast<std::uint64_t>(cores));
+      }
+      fnv_mix(digest, static_cast<std::uint64_t>(holding.memory_mb));
+    }
+    jobs += digest;
+  }
+  fnv_mix(hash, jobs);
+  return hash;
+}
+
+/// "unknown": a limit stopped the search before anything was proven (see docs/model.md).
+bool is_unknown(tp::PlanStatus status) { return status == tp::PlanStatus::unknown; }
+
+/// How the log names a status: "optimal" only when the solver proved it, a time-limited or
+/// greedy plan is the best found, "infeasible" is a proof, "unknown" is not.
 std::string status_text(tp::PlanStatus status) {
-  return status == tp::PlanStatus::feasible ? "best found (feasible, not proven optimal)"
-                                            : std::string(tp::to_string(status));
+  if (status == tp::PlanStatus::feasible) return "best found (feasible, not proven optimal)";
+  if (status == tp::PlanStatus::infeasible) return "infeasible (proven)";
+  if (is_unknown(status)) return "unknown (a limit stopped the search before anything was proven)";
+  return std::string(tp::to_string(status));
 }
 
 }  // namespace
 
 struct tp_engine {
   /// One plan: for which request and state, what Slurm is told, and its victims in rank order.
+  /// `keep`: a verdict without victims (infeasible, unknown at the full time limit, fits as
+  /// is), which stays valid while `dependency` (eligible_state_digest) is unchanged.
   struct Plan {
     std::uint64_t fingerprint = 0;
     tp_plan_kind_t kind = TP_PLAN_NONE;
     std::map<std::uint32_t, int> victim_rank;
+    bool keep = false;
+    std::string status;
   };
+  /// A kept verdict: the answer (always stock) and what it depends on.
+  struct Kept {
+    std::uint64_t dependency = 0;
+    std::string status;
+  };
+  using Key = std::pair<std::uint32_t, std::uint64_t>;  // job id, request fingerprint
 
   Config config;
   tp_log_fn log = nullptr;
   // Plans per (job, request), all for the state `cached_state`: a pass of the main scheduler
   // or of backfill asks about many pending jobs in turn, and each is solved once per state.
-  std::map<std::pair<std::uint32_t, std::uint64_t>, Plan> plans;
+  std::map<Key, Plan> plans;
   std::uint64_t cached_state = 0;
   const Plan* current = nullptr;
+  // Verdicts without victims per (job, request), across state changes: an impossible job is
+  // planned again only when something on the nodes it may use changes.
+  std::map<Key, Kept> kept;
+  // Planning time spent per scheduling cycle (tp_engine_set_cycle), the most recent cycles
+  // last; a handful are live at once (main scheduler, backfill, RPC threads).
+  std::vector<std::pair<std::uint64_t, double>> cycle_spent_ms;
+  std::uint64_t cycle = 0;
   // Why each job got stock behaviour, as last told: said once per job and reason.
   std::map<std::uint32_t, std::string> told;
   bool plan_log_failed = false;
@@ -573,15 +681,25 @@ struct tp_engine {
     }
   }
 
+  /// The planning time already spent in the current cycle (a new cycle starts at 0).
+  double& spent_in_cycle() {
+    for (auto& [token, spent] : cycle_spent_ms) {
+      if (token == cycle) return spent;
+    }
+    if (cycle_spent_ms.size() >= 16) cycle_spent_ms.erase(cycle_spent_ms.begin());
+    return cycle_spent_ms.emplace_back(cycle, 0.0).second;
+  }
+
   template <class Solver, class Cost>
   tp_plan_kind_t solve_with(const Solver& solver, const Cost& cost, const Model& model,
                             const tp::Workload& preemptor_job, const tp_snapshot_t& snapshot,
                             const tp_request_t& request, const NodeShare& share,
-                            std::uint64_t state_fingerprint, Plan& out);
+                            std::uint64_t state_fingerprint, bool full_limit, Plan& out);
   template <class Cost>
   tp_plan_kind_t solve_cost(const Cost& cost, const Model& model, const tp::Workload& preemptor_job,
                             const tp_snapshot_t& snapshot, const tp_request_t& request,
-                            const NodeShare& share, std::uint64_t state_fingerprint, Plan& out);
+                            const NodeShare& share, std::uint64_t state_fingerprint,
+                            std::int64_t time_limit_ms, Plan& out);
   tp_plan_kind_t plan(const tp_snapshot_t& snapshot, const tp_request_t& request,
                       std::uint64_t state_fingerprint);
   int use_cached(const tp_request_t& request, int node_count, std::uint64_t state_fingerprint);
@@ -592,20 +710,20 @@ tp_plan_kind_t tp_engine::solve_cost(const Cost& cost, const Model& model,
                                      const tp::Workload& preemptor_job,
                                      const tp_snapshot_t& snapshot, const tp_request_t& request,
                                      const NodeShare& share, std::uint64_t state_fingerprint,
-                                     Plan& out) {
+                                     std::int64_t time_limit_ms, Plan& out) {
   if (config.solver == "greedy") {
     return solve_with(tp::solvers::greedy, cost, model, preemptor_job, snapshot, request, share,
-                      state_fingerprint, out);
+                      state_fingerprint, true, out);
   }
   if (config.solver == "knapsack") {
     return solve_with(tp::solvers::knapsack, cost, model, preemptor_job, snapshot, request, share,
-                      state_fingerprint, out);
+                      state_fingerprint, true, out);
   }
   const auto exact = tp::solvers::branch_and_bound_solver{}
                          .node_limit(config.node_limit)
-                         .time_limit(std::chrono::milliseconds(config.time_limit_ms));
+                         .time_limit(std::chrono::milliseconds(time_limit_ms));
   return solve_with(exact, cost, model, preemptor_job, snapshot, request, share, state_fingerprint,
-                    out);
+                    time_limit_ms >= config.time_limit_ms, out);
 }
 
 template <class Solver, class Cost>
@@ -613,7 +731,7 @@ tp_plan_kind_t tp_engine::solve_with(const Solver& solver, const Cost& cost, con
                                      const tp::Workload& preemptor_job,
                                      const tp_snapshot_t& snapshot, const tp_request_t& request,
                                      const NodeShare& share, std::uint64_t state_fingerprint,
-                                     Plan& out) {
+                                     bool full_limit, Plan& out) {
   const tp::Allocation& state = *model.state;
   const tp::Topology& topology = *model.topology;
   const tp::PreemptionPlan plan = solver.solve(state, preemptor_job, cost);
@@ -631,12 +749,21 @@ tp_plan_kind_t tp_engine::solve_with(const Solver& solver, const Cost& cost, con
 
   tp_plan_kind_t result = TP_PLAN_NONE;
   std::string why;
+  // Kept until something on the eligible nodes changes. An `unknown` only when the search had
+  // its full time limit: one cut short by the cycle's budget gets a full try in a later cycle.
+  out.keep = plan.status == tp::PlanStatus::infeasible ||
+             plan.status == tp::PlanStatus::no_preemption_needed ||
+             (is_unknown(plan.status) && full_limit);
+  out.status = tp::to_string(plan.status);
   if (plan.status == tp::PlanStatus::infeasible) {
     // The model is stricter than Slurm in places (identical shares on distinct nodes), so
     // "no victim set in the model" does not prove Slurm cannot start the job: stock decides.
-    why = "infeasible in the model; stock answers (cons_tres preempts only if the job then starts)";
-  } else if (plan.status == tp::PlanStatus::unknown) {
-    why = "unknown: the solver's limit stopped the search before a plan or a proof; stock answers";
+    why = "no victim set lets the job start in the model; stock answers (cons_tres preempts "
+          "only if the job then starts)";
+  } else if (is_unknown(plan.status)) {
+    why = std::string("nothing proven within the ") +
+          (full_limit ? "solver's limits" : "cycle's planning budget") +
+          "; stock answers, exactly as preempt/partition_prio (or preempt/qos) would";
   } else if (plan.status == tp::PlanStatus::no_preemption_needed) {
     why = "fits without preemption; stock answers";
   } else if (!verdict.ok) {
@@ -684,7 +811,12 @@ tp_plan_kind_t tp_engine::solve_with(const Solver& solver, const Cost& cost, con
   }
   const std::string target =
       plan.target_domain.valid() ? topology.describe(plan.target_domain) : std::string("none");
-  say(result == TP_PLAN_NONE && plan.has_victims_plan() ? 2 : 1,
+  // A job that fits as it is (most of a queue) is told at debug level: at info it would be a
+  // line per submitted job.
+  int severity = 1;
+  if (result == TP_PLAN_NONE && plan.has_victims_plan()) severity = 2;
+  if (plan.status == tp::PlanStatus::no_preemption_needed) severity = 0;
+  say(severity,
       "JobId=" + std::to_string(preemptor_job.id.value) + " " + plan.solver + "/" +
           std::string(Cost::name) + ": " + status_text(plan.status) + ", victims [" +
           victims_text + "], cost " + number(plan.cost) + ", target " + target +
@@ -733,10 +865,38 @@ tp_plan_kind_t tp_engine::plan(const tp_snapshot_t& snapshot, const tp_request_t
     plans.clear();  // every plan was for another state
     cached_state = state_fingerprint;
   }
-  const auto key = std::make_pair(request.job_id, request_fingerprint(request, snapshot.node_count));
+  const Key key = std::make_pair(request.job_id, request_fingerprint(request, snapshot.node_count));
   plans.erase(key);
   Plan made;
   made.fingerprint = state_fingerprint;
+
+  // A verdict without victims whose nodes did not change is still the answer: no model, no
+  // search. This is what keeps an impossible job cheap at every state change elsewhere.
+  const std::uint64_t dependency = eligible_state_digest(snapshot, request);
+  if (const auto it = kept.find(key); it != kept.end()) {
+    if (it->second.dependency == dependency) {
+      say(0, "JobId=" + std::to_string(request.job_id) + ": " + it->second.status +
+                 " kept (nothing on the nodes it may use changed); stock answers");
+      made.status = it->second.status;
+      current = &(plans[key] = std::move(made));
+      return current->kind;
+    }
+    kept.erase(it);
+  }
+
+  // The cycle's planning budget: what is not planned in this cycle gets stock answers now and a
+  // plan in a later cycle (not cached, so the next cycle asks again).
+  double& spent = spent_in_cycle();
+  const double left_ms = static_cast<double>(config.cycle_budget_ms) - spent;
+  if (left_ms <= 0) {
+    tell_stock(request.job_id,
+               "not planned in this cycle: its planning budget (cycle_budget_ms = " +
+                   std::to_string(config.cycle_budget_ms) + ") is spent");
+    return TP_PLAN_NONE;
+  }
+  const std::int64_t time_limit_ms = std::min<std::int64_t>(
+      config.time_limit_ms, std::max<std::int64_t>(1, static_cast<std::int64_t>(left_ms)));
+  const auto started = std::chrono::steady_clock::now();
   try {
     const NodeShare share = node_share(snapshot, request);
     Model model = build_model(snapshot, request);
@@ -744,23 +904,32 @@ tp_plan_kind_t tp_engine::plan(const tp_snapshot_t& snapshot, const tp_request_t
     const tp::Workload preemptor_job = preemptor_workload(model, request, share);
     if (config.cost_model == "victim_count") {
       solve_cost(tp::cost::victim_count{}, model, preemptor_job, snapshot, request, share,
-                 state_fingerprint, made);
+                 state_fingerprint, time_limit_ms, made);
     } else if (config.cost_model == "lost_work") {
       solve_cost(tp::cost::lost_work{}, model, preemptor_job, snapshot, request, share,
-                 state_fingerprint, made);
+                 state_fingerprint, time_limit_ms, made);
     } else {
       solve_cost(tp::cost::priority_weighted{.offset = config.priority_offset}, model,
-                 preemptor_job, snapshot, request, share, state_fingerprint, made);
+                 preemptor_job, snapshot, request, share, state_fingerprint, time_limit_ms, made);
     }
   } catch (const unmappable& reason) {
     tell_stock(request.job_id, reason.what());
     made.kind = TP_PLAN_NONE;
     made.victim_rank.clear();
+    made.keep = false;
   } catch (const std::exception& error) {
     // Cached like any answer: the same state would fail the same way in every pass.
     say(2, "JobId=" + std::to_string(request.job_id) + ": " + error.what() + "; stock behaviour");
     made.kind = TP_PLAN_NONE;
     made.victim_rank.clear();
+    made.keep = false;
+  }
+  spent += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+               .count();
+  if (made.keep) {
+    // Bounded like `told`: job ids only grow, and a forgotten verdict is at worst planned again.
+    if (kept.size() > 100000) kept.erase(kept.begin());
+    kept[key] = Kept{dependency, made.status};
   }
   current = &(plans[key] = std::move(made));
   return current->kind;
@@ -783,10 +952,14 @@ tp_engine_t* tp_engine_create(const char* config_path, tp_log_fn log) {
                            "log only");
       }
     }
-    engine->say(
-        1, "solver " + engine->config.solver + ", cost model " + engine->config.cost_model +
-               ", relation " + engine->config.relation +
-               (engine->config.plan_log.empty() ? "" : ", plan log " + engine->config.plan_log));
+    // After the error above, this line must not name the path as if plans went there.
+    const std::string plan_log =
+        engine->config.plan_log.empty() ? ""
+        : engine->plan_log_failed       ? ", no plan log (see the error above)"
+                                        : ", plan log " + engine->config.plan_log;
+    engine->say(1, "solver " + engine->config.solver + ", cost model " + engine->config.cost_model +
+                       ", relation " + engine->config.relation + ", cycle budget " +
+                       std::to_string(engine->config.cycle_budget_ms) + " ms" + plan_log);
     return engine.release();
   } catch (const std::exception& error) {
     if (log != nullptr) log(2, error.what());
@@ -822,6 +995,10 @@ int tp_engine_use_cached(tp_engine_t* engine, const tp_request_t* request, int n
     engine->current = nullptr;
     return -1;
   }
+}
+
+void tp_engine_set_cycle(tp_engine_t* engine, std::uint64_t cycle) {
+  if (engine != nullptr) engine->cycle = cycle;
 }
 
 int tp_engine_relation_is_qos(const tp_engine_t* engine) {

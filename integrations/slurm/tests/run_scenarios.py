@@ -221,12 +221,12 @@ class Cluster:
             out.write("SwitchName=s0 Nodes=n[0-3]\nSwitchName=s1 Nodes=n[4-7]\n"
                       "SwitchName=top Switches=s[0-1]\n")
 
-    def write_slurm_conf(self, preempt_type, plan_log, sched_params=None):
+    def write_slurm_conf(self, preempt_type, plan_log, sched_params=None, time_limit_ms=2000):
         self.plan_log = plan_log
         with open(self.path("etc", "topopreempt.conf"), "w") as out:
             out.write("# preempt/topopreempt for the loopback scenarios\n"
                       "solver = branch_and_bound\ncost_model = priority_weighted\n"
-                      f"priority_offset = {PRIORITY_OFFSET:g}\ntime_limit_ms = 2000\n"
+                      f"priority_offset = {PRIORITY_OFFSET:g}\ntime_limit_ms = {time_limit_ms}\n"
                       f"plan_log = {plan_log}\n")
         p = self.path
         ports = f"{self.base_port + 1}-{self.base_port + len(NODES)}"
@@ -276,6 +276,7 @@ NodeName=n[0-7] NodeHostname=localhost NodeAddr=127.0.0.1 Port={ports} Sockets=2
 PartitionName=low Nodes=n[0-7] PriorityTier={TIERS['low']} PreemptMode=CANCEL Default=YES MaxTime=INFINITE State=UP
 PartitionName=mid Nodes=n[0-7] PriorityTier={TIERS['mid']} PreemptMode=CANCEL MaxTime=INFINITE State=UP
 PartitionName=high Nodes=n[0-7] PriorityTier={TIERS['high']} PreemptMode=OFF MaxTime=INFINITE State=UP
+PartitionName=hs1 Nodes=n[0-3] PriorityTier={TIERS['high']} PreemptMode=OFF MaxTime=INFINITE State=UP
 """
         with open(p("etc", "slurm.conf"), "w") as out:
             out.write(conf)
@@ -293,11 +294,11 @@ PartitionName=high Nodes=n[0-7] PriorityTier={TIERS['high']} PreemptMode=OFF Max
                               f"--seed-file={self.path('munge', 'munged.seed')}"])
         wait_for(lambda: os.path.exists(self.path("munge", "munge.socket")), 10, "munged socket")
 
-    def start_slurm(self, preempt_type, plan_log, sched_params=None):
+    def start_slurm(self, preempt_type, plan_log, sched_params=None, **conf):
         for sub in ("state", "spool"):
             shutil.rmtree(self.path(sub), ignore_errors=True)
             os.makedirs(self.path(sub))
-        self.write_slurm_conf(preempt_type, plan_log, sched_params)
+        self.write_slurm_conf(preempt_type, plan_log, sched_params, **conf)
         conf = self.env["SLURM_CONF"]
         self.spawn("slurmctld", ["slurmctld", "-D", "-c", "-i", "-f", conf])
         wait_for(lambda: self.run(["scontrol", "ping"], check=False).returncode == 0, 30, "slurmctld")
@@ -309,7 +310,11 @@ PartitionName=high Nodes=n[0-7] PriorityTier={TIERS['high']} PreemptMode=OFF Max
         self.run(["scancel", "--full", "-u", "root"], check=False)
         for name in [n for n in self.processes if n.startswith("slurm")]:
             stop_process_group(self.processes.pop(name))
-        self.kill_marked_processes(exclude_daemons=("munged",))
+        # A job's slurmstepd may still be starting when its slurmd stops (two clusters at once
+        # load the machine): kill until none is left, so that none outlives this cluster.
+        deadline = time.monotonic() + 10
+        while self.kill_marked_processes(exclude_daemons=("munged",)) and time.monotonic() < deadline:
+            time.sleep(0.25)
 
     def stop_all(self):
         for name in list(self.processes):
@@ -495,6 +500,106 @@ def run_scenario(cluster, scenario, mode):
     return result
 
 
+# ---- the blocked job: what an impossible job costs the controller ---------------------------
+# Partition hs1 (n0..n3, tier 10); n0 holds a `high` job (PreemptMode=OFF: nothing may preempt
+# it), n1..n3 hold 8 `low` jobs each, so a pending `-p hs1 -N4 --exclusive` job can never start. While it waits, short jobs
+# start and end elsewhere (n4..n7): BLOCKED_CHANGES state changes in about BLOCKED_SECONDS. We
+# measure what the controller costs everyone meanwhile: the main scheduler's mean cycle (sdiag,
+# reset when the window opens) and the latency of `squeue`, which waits on the same locks.
+
+BLOCKED_SECONDS = 30
+BLOCKED_CHANGES = 20  # each short job is two: it starts, it ends
+BLOCKED_TIME_LIMIT_MS = 500  # the plugin's default solver limit, as an administrator has it
+
+
+def sdiag_means(cluster):
+    """(main scheduler mean cycle, its cycle count, backfill mean cycle) in microseconds."""
+    text = cluster.run(["sdiag"]).stdout
+    main = text.split("Main schedule statistics", 1)[1].split("statistics", 1)[0]
+    backfill = text.split("Backfilling stats", 1)[1] if "Backfilling stats" in text else ""
+
+    def field(section, name):
+        match = re.search(rf"{name}:\s+(\d+)", section)
+        return int(match.group(1)) if match else None
+
+    return field(main, "Mean cycle"), field(main, "Total cycles"), field(backfill, "Mean cycle")
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def start_blocked(cluster, preempt_type):
+    """Starts a cluster in the blocked state; returns (blocker id, blocked job id)."""
+    cluster.start_slurm(preempt_type, cluster.path("plans-blocked.jsonl"), time_limit_ms=BLOCKED_TIME_LIMIT_MS)
+    blocker = cluster.submit("blocker-high1", "high", ["-N1", "-w", "n0", "--gpus=1", "--cpus-per-gpu=1"])
+    # n1..n3 full of preemptible 1-GPU jobs: many victim sets to search, none enough, because
+    # n0 can never be emptied (a search without that proof runs into its time limit).
+    fill = [cluster.submit(f"{node}-{k}-low1", "low", ["-N1", "-w", node, "--gpus=1", "--cpus-per-gpu=1"])
+            for node in NODES[1:4] for k in range(2 * GPUS_PER_SOCKET)]
+    wait_for(lambda: all(cluster.job(j).get("JobState") == "RUNNING" for j in [blocker] + fill), 60,
+             "the blocker and the fill to run")
+    blocked = cluster.submit("blocked-hs1", "hs1", ["-N4", "--exclusive"])
+    wait_for(lambda: cluster.job(blocked).get("Reason") not in (None, "None"), 30,
+             "the blocked job to be tested")
+    return blocker, blocked
+
+
+def run_blocked(clusters):
+    """Both variants at once, each on its own cluster (`clusters`: mode -> (cluster, preempt
+    type)), through the same window: the same short jobs at the same moments, and `squeue`
+    asked of each in turn. Both then see the same load from the rest of the machine, which a
+    shared CI machine changes from one minute to the next."""
+    jobs = {mode: start_blocked(cluster, preempt_type) for mode, (cluster, preempt_type) in clusters.items()}
+    for cluster, _ in clusters.values():
+        cluster.run(["sdiag", "-r"])
+    squeue_ms = {mode: [] for mode in clusters}
+    submitted = 0
+    start = time.monotonic()
+    # One short job (`sleep 1`) every few seconds on n4..n7 in turn, the last one early enough
+    # to have ended when the window closes.
+    every = (BLOCKED_SECONDS - 4) / (BLOCKED_CHANGES / 2)
+    turn = 0
+    while time.monotonic() - start < BLOCKED_SECONDS:
+        if submitted < BLOCKED_CHANGES // 2 and time.monotonic() - start >= submitted * every:
+            node = NODES[4 + submitted % 4]
+            for cluster, _ in clusters.values():
+                cluster.run(["sbatch", "--parsable", "-J", f"churn-{submitted}", "-p", "low", "-N1", "-w", node,
+                             "--gpus=1", "--cpus-per-gpu=1", "-o", "/dev/null", "--wrap", "sleep 1"])
+            submitted += 1
+        modes = list(clusters)
+        for mode in modes[turn % 2:] + modes[:turn % 2]:  # who goes first alternates
+            before = time.monotonic()
+            clusters[mode][0].run(["squeue"])
+            squeue_ms[mode].append((time.monotonic() - before) * 1000)
+        turn += 1
+        time.sleep(0.2)
+    seconds = round(time.monotonic() - start, 1)
+    records = []
+    for mode, (cluster, _) in clusters.items():
+        blocker, blocked = jobs[mode]
+        main_mean_us, main_cycles, backfill_mean_us = sdiag_means(cluster)
+        # Each short job that ran is two state changes (MinJobAge keeps completed jobs listed).
+        completed = cluster.run(["squeue", "-h", "-t", "CD", "-o", "%j"]).stdout.split()
+        plans = [p for p in read_plans(cluster.path("plans-blocked.jsonl")) if p["preemptor"] == blocked]
+        records.append({
+            "scenario": "blocked", "mode": mode, "seconds": seconds, "short_jobs": submitted,
+            "state_changes": 2 * sum(1 for name in completed if name.startswith("churn-")),
+            "main_mean_cycle_us": main_mean_us, "main_cycles": main_cycles,
+            "backfill_mean_cycle_us": backfill_mean_us, "squeue_samples": len(squeue_ms[mode]),
+            "squeue_p50_ms": round(percentile(squeue_ms[mode], 0.5), 1),
+            "squeue_p95_ms": round(percentile(squeue_ms[mode], 0.95), 1),
+            "blocked_state": cluster.job(blocked).get("JobState"),
+            "blocker_state": cluster.job(blocker).get("JobState"),
+            "plans": len(plans), "plan_statuses": sorted({p["status"] for p in plans}),
+            "solving_ms": round(1000 * sum(p["seconds"] for p in plans), 2),
+        })
+    for cluster, _ in clusters.values():
+        cluster.stop_slurm()
+    return records
+
+
 def read_log(cluster):
     with open(cluster.path("log", "slurmctld.log"), errors="replace") as lines:
         return lines.read()
@@ -527,7 +632,16 @@ def main():
     parser.add_argument("--json", help="write every record (JSON) here")
     parser.add_argument("--base-port", type=int, default=16817)
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    parser.add_argument("--scenario", action="append", metavar="NAME",
+                        help="run only this scenario (repeatable): one of "
+                             + ", ".join([make()["name"] for make in SCENARIOS] + ["blocked"]))
     args = parser.parse_args()
+    known = [make()["name"] for make in SCENARIOS]
+    for name in args.scenario or []:
+        if name not in known + ["blocked"]:
+            sys.exit(f"unknown scenario {name!r}; known: {', '.join(known + ['blocked'])}")
+    chosen = [make for make in SCENARIOS if not args.scenario or make()["name"] in args.scenario]
+    run_blocked_scenario = not args.scenario or "blocked" in args.scenario
     plugin_dir = os.path.abspath(args.plugin_dir)
     if not os.path.exists(os.path.join(plugin_dir, "preempt_topopreempt.so")):
         sys.exit(f"no preempt_topopreempt.so in {plugin_dir}; run integrations/slurm/build-plugin.sh")
@@ -540,12 +654,13 @@ def main():
     # SIGTERM (a CI timeout) must still stop the daemons: turn it into an exception.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     failures, records = [], []
+    second = None  # the blocked scenario's second cluster
     try:
         cluster.write_files()
         cluster.start_munge()
         plans = {}
         for mode, preempt_type in (("stock", "preempt/partition_prio"), ("topopreempt", "preempt/topopreempt")):
-            for make in SCENARIOS:
+            for make in chosen:
                 scenario = make()
                 # A fresh slurmctld (state cleared) and slurmds per scenario: cons_tres's choice of
                 # GPU indexes depends on the nodes' history, so only a restart makes the two runs
@@ -561,20 +676,46 @@ def main():
                     f"started={record['started']} placement={record['placement']} "
                     f"requirement_held={record['requirement_held']} t={record['seconds_to_start']}")
                 cluster.stop_slurm()
-        evaluate(records, plans, failures)
+        blocked = []
+        if run_blocked_scenario:
+            # A second cluster beside the first (own directory, munged and ports) for the other
+            # variant: both are measured in the same window.
+            root2 = tempfile.mkdtemp(prefix="topopreempt-slurm.")
+            os.chmod(root2, 0o755)
+            second = Cluster(root2, plugin_dir, args.base_port + 100)
+            second.write_files()
+            second.start_munge()
+            log(f"blocked: two clusters (stock partition_prio, topopreempt) side by side, {BLOCKED_SECONDS} s")
+            blocked = run_blocked({"stock": (cluster, "preempt/partition_prio"),
+                                   "topopreempt": (second, "preempt/topopreempt")})
+            for record in blocked:
+                log(f"{record['mode']:12s} blocked        main mean cycle {record['main_mean_cycle_us']} us "
+                    f"({record['main_cycles']} cycles), squeue p95 {record['squeue_p95_ms']} ms, "
+                    f"{record['state_changes']} state changes, {record['plans']} plan(s) "
+                    f"{record['plan_statuses']}, {record['solving_ms']} ms solving")
+        evaluate(records, plans, failures, chosen)
+        if blocked:
+            evaluate_blocked(blocked, failures)
+        report = (table(records, chosen) if records else "") + (blocked_table(blocked) if blocked else "")
         if args.results:
             with open(args.results, "w") as out:
-                out.write(table(records))
+                out.write(report)
         if args.json:
             with open(args.json, "w") as out:
-                json.dump({"records": records, "plans": plans}, out, indent=1)
-        print(table(records))
+                json.dump({"records": records, "plans": plans, "blocked": blocked}, out, indent=1)
+        print(report)
     except BaseException as error:  # noqa: BLE001 - report, then clean up, then fail
         failures.append(f"{type(error).__name__}: {error}")
         log(f"FAIL  {type(error).__name__}: {error}")
         cluster.print_log_tails(("slurmctld.log",))
     finally:
         survivors = cluster.stop_all()
+        if second is not None:
+            survivors += second.stop_all()
+            left = second.marked_processes()
+            check(not left, f"no process of the second cluster left running ({len(left)} found)", failures)
+            if not args.keep:
+                shutil.rmtree(second.root, ignore_errors=True)
         if survivors:
             failures.append(f"{len(survivors)} process(es) survived the shutdown and were killed: {survivors}")
         left = cluster.marked_processes()
@@ -590,11 +731,13 @@ def main():
     return 0
 
 
-def evaluate(records, plans, failures):
+def evaluate(records, plans, failures, chosen):
+    if not chosen:
+        return
     stock = {r["scenario"]: r for r in records if r["mode"] == "stock"}
     ours = {r["scenario"]: r for r in records if r["mode"] == "topopreempt"}
     stock_worse = []
-    for make in SCENARIOS:
+    for make in chosen:
         scenario = make()
         name = scenario["name"]
         s, t = stock[name], ours[name]
@@ -631,14 +774,61 @@ def evaluate(records, plans, failures):
               failures)
         if s["cost"] > t["cost"] or len(s["victims"]) > len(t["victims"]):
             stock_worse.append(name)
-    check(bool(stock_worse), f"stock preempts more or costlier jobs on at least one scenario ({stock_worse})",
+    if any(not make().get("expect_pending") for make in chosen):
+        check(bool(stock_worse), f"stock preempts more or costlier jobs on at least one scenario ({stock_worse})",
+              failures)
+
+
+# The target of issue 34: with an impossible job pending, the controller stays within 1.5x of
+# stock's main-scheduler cycle and squeue latency.
+BLOCKED_RATIO = 1.5
+
+
+def evaluate_blocked(blocked, failures):
+    s, t = (next(r for r in blocked if r["mode"] == mode) for mode in ("stock", "topopreempt"))
+    for r in (s, t):
+        check(r["blocked_state"] == "PENDING" and r["blocker_state"] == "RUNNING",
+              f"blocked ({r['mode']}): the -N4 --exclusive job pending, the blocker running", failures)
+        check(r["state_changes"] >= BLOCKED_CHANGES - 2, f"blocked ({r['mode']}): {r['state_changes']} state "
+              f"changes in the window (want about {BLOCKED_CHANGES})", failures)
+        check(bool(r["main_cycles"]), f"blocked ({r['mode']}): the main scheduler ran "
+              f"({r['main_cycles']} cycles)", failures)
+    # One verdict per request (the main scheduler's and backfill's may differ), kept through the
+    # state changes on nodes the job may not use: never one plan per change.
+    check(1 <= t["plans"] <= 2, f"blocked: planned {t['plans']} time(s) through {t['state_changes']} state "
+          f"changes elsewhere, {t['solving_ms']} ms solving", failures)
+    check(t["plan_statuses"] == ["infeasible"], f"blocked: the verdict is infeasible ({t['plan_statuses']})",
+          failures)
+    # The verdict is a proof, found before any search: far below the solver's time limit.
+    check(t["solving_ms"] < BLOCKED_TIME_LIMIT_MS / 10, f"blocked: the verdict took {t['solving_ms']} ms, "
+          f"well below the {BLOCKED_TIME_LIMIT_MS} ms limit (a proof, not a search stopped by it)", failures)
+    if s["main_mean_cycle_us"] and t["main_mean_cycle_us"] is not None:
+        check(t["main_mean_cycle_us"] <= BLOCKED_RATIO * s["main_mean_cycle_us"],
+              f"blocked: main scheduler mean cycle {t['main_mean_cycle_us']} us <= {BLOCKED_RATIO} x stock's "
+              f"{s['main_mean_cycle_us']} us", failures)
+    check(t["squeue_p95_ms"] <= BLOCKED_RATIO * s["squeue_p95_ms"],
+          f"blocked: squeue p95 {t['squeue_p95_ms']} ms <= {BLOCKED_RATIO} x stock's {s['squeue_p95_ms']} ms",
           failures)
 
 
-def table(records):
+def blocked_table(blocked):
+    rows = ["", f"Blocked job (`-p hs1 -N4 --exclusive`, n0 held by a job nothing may preempt), "
+                f"{BLOCKED_SECONDS} s window:", "",
+            "| preemption | state changes | main scheduler: mean cycle (cycles) | backfill: mean cycle "
+            "| `squeue` p50 / p95 | plans of the blocked job | time spent solving |",
+            "|---|---|---|---|---|---|---|"]
+    for r in blocked:
+        rows.append(f"| {r['mode']} | {r['state_changes']} | {r['main_mean_cycle_us']} us ({r['main_cycles']}) "
+                    f"| {r['backfill_mean_cycle_us'] if r['backfill_mean_cycle_us'] is not None else '-'} us "
+                    f"| {r['squeue_p50_ms']} / {r['squeue_p95_ms']} ms "
+                    f"| {r['plans']} {', '.join(r['plan_statuses']) or ''} | {r['solving_ms']} ms |")
+    return "\n".join(rows) + "\n"
+
+
+def table(records, chosen):
     rows = ["| scenario | request | preemption | victims | victim cost | preemptor placement (GPU indexes) "
             "| requirement kept | time to start |", "|---|---|---|---|---|---|---|---|"]
-    requests = {make()["name"]: make()["request"] for make in SCENARIOS}
+    requests = {make()["name"]: make()["request"] for make in chosen}
     for r in records:
         placement = "; ".join(f"{node}: {','.join(map(str, gpus))}" for node, gpus in sorted(r["placement"].items()))
         rows.append(

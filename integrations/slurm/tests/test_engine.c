@@ -19,8 +19,19 @@ static int errors_logged = 0;
 static int infos_logged = 0;
 static char last_error[1024];
 static char last_info[1024];
+static int debugs_logged = 0;
+static char last_debug[1024];
+/* When > 0, every info line takes this long: a plan whose logging is slow is a slow plan, which
+ * is how the per-cycle budget is tested without depending on the solver's speed. */
+static int slow_info_ms = 0;
 
 static void capture_log(int severity, const char* message) {
+  if (severity == 0) {
+    ++debugs_logged;
+    snprintf(last_debug, sizeof last_debug, "%s", message);
+  } else if (severity == 1 && slow_info_ms > 0) {
+    usleep((useconds_t)slow_info_ms * 1000);
+  }
   if (severity >= 2) {
     ++errors_logged;
     snprintf(last_error, sizeof last_error, "%s", message);
@@ -164,6 +175,8 @@ int main(void) {
   CHECK(strstr(last_error, "node_limit is not a number") != NULL);
   CHECK(engine_with(dir, "priority_offset = \n") == NULL);
   CHECK(strstr(last_error, "priority_offset is not a number") != NULL);
+  CHECK(engine_with(dir, "cycle_budget_ms = 0\n") == NULL);
+  CHECK(strstr(last_error, "cycle_budget_ms must be > 0") != NULL);
 
   /* Who may preempt whom: partition tiers by default, QOS Preempt= with `relation = qos`. */
   CHECK(engine_with(dir, "relation = tiers\n") == NULL);
@@ -183,12 +196,16 @@ int main(void) {
     tp_engine_t* no_log = engine_with(dir, "plan_log = /nonexistent-dir/plans.jsonl\n");
     CHECK(no_log != NULL);
     CHECK(errors_logged == 1 && strstr(last_error, "/nonexistent-dir/plans.jsonl"));
+    /* The info line that follows must not name the unusable path as the plan log (N2). */
+    CHECK(strstr(last_info, "solver") && !strstr(last_info, "/nonexistent-dir"));
     tp_engine_destroy(no_log);
   }
 
   snprintf(config, sizeof config,
            "# test\nsolver = branch_and_bound\ncost_model = priority_weighted\n"
-           "priority_offset = 1\nplan_log = %s\n",
+           "priority_offset = 1\nplan_log = %s\n"
+           "# every plan below is in one cycle; a loaded machine must not run out of budget\n"
+           "cycle_budget_ms = 600000\n",
            plan_log);
   tp_engine_t* engine = engine_with(dir, config);
   CHECK(engine != NULL);
@@ -411,6 +428,70 @@ int main(void) {
     CHECK(tp_engine_plan(engine, &s, &memory, 71) == TP_PLAN_NONE);
   }
 
+  /* A job that fits as it is, most of a queue, is logged at debug level, not info (N1). */
+  clear_jobs();
+  add_job(104, 4, 1, 0, 0xF0);
+  s = snapshot();
+  infos_logged = 0;
+  debugs_logged = 0;
+  CHECK(tp_engine_plan(engine, &s, &request, 90) == TP_PLAN_NONE);
+  CHECK(infos_logged == 0 && debugs_logged == 1 && strstr(last_debug, "no_preemption_needed"));
+
+  /* A blocked job: -N3 --exclusive on n0..n2, where n0 holds a job nothing may preempt. The
+   * verdict (infeasible) is kept while nothing on n0..n2 changes: a job starting on n3, which
+   * it may not use, is a new state but no new plan (no plan log line, a debug line). A change
+   * on n1 plans it again. */
+  clear_jobs();
+  add_job(1200, 9, 0, 0, 0x01);
+  add_job(1201, 1, 1, 1, 0x01);
+  s = snapshot();
+  {
+    unsigned char n0_n1_n2[4] = {1, 1, 1, 0};
+    tp_request_t blocked = socket_request(6);
+    blocked.nodes = 3;
+    blocked.replica_scope = TP_SCOPE_NONE;
+    blocked.gpus_per_node = 8;
+    blocked.cores_per_node = 8;
+    blocked.exclusive = 1;
+    blocked.eligible = n0_n1_n2;
+    char line[4096];
+    const int before = count_lines(plan_log);
+    infos_logged = 0;
+    CHECK(tp_engine_plan(engine, &s, &blocked, 100) == TP_PLAN_NONE);
+    CHECK(count_lines(plan_log) == before + 1);
+    last_line(plan_log, line, sizeof line);
+    CHECK(strstr(line, "\"preemptor\":6,") && strstr(line, "\"status\":\"infeasible\""));
+    CHECK(infos_logged == 1 && strstr(last_info, "infeasible (proven)"));
+    add_job(1300, 1, 1, 3, 0x0F); /* on n3 */
+    s = snapshot();
+    CHECK(tp_engine_use_cached(engine, &blocked, 4, 101) == -1); /* a new state */
+    debugs_logged = 0;
+    CHECK(tp_engine_plan(engine, &s, &blocked, 101) == TP_PLAN_NONE);
+    CHECK(count_lines(plan_log) == before + 1);
+    CHECK(infos_logged == 1 && debugs_logged == 1 && strstr(last_debug, "kept"));
+    /* The order of job_list does not matter: the same jobs, listed otherwise. */
+    {
+      tp_job_t swapped = jobs[0];
+      jobs[0] = jobs[2];
+      jobs[2] = swapped;
+      s = snapshot();
+      CHECK(tp_engine_plan(engine, &s, &blocked, 102) == TP_PLAN_NONE);
+      CHECK(count_lines(plan_log) == before + 1);
+    }
+    add_job(1301, 1, 1, 1, 0x02); /* on n1 */
+    s = snapshot();
+    CHECK(tp_engine_plan(engine, &s, &blocked, 103) == TP_PLAN_NONE);
+    CHECK(count_lines(plan_log) == before + 2);
+    /* Other options are another request, planned on their own: with n3 eligible too, n1, n2
+     * and n3 can be emptied (jobs 1201, 1301 and 1300). */
+    unsigned char all[4] = {1, 1, 1, 1};
+    blocked.eligible = all;
+    CHECK(tp_engine_plan(engine, &s, &blocked, 103) == TP_PLAN_VICTIMS);
+    CHECK(tp_engine_victim_rank(engine, 1300) >= 0 && tp_engine_victim_rank(engine, 1301) >= 0 &&
+          tp_engine_victim_rank(engine, 1201) >= 0);
+    CHECK(count_lines(plan_log) == before + 3);
+  }
+
   /* Why a job gets stock behaviour is told at info level once per job and reason. */
   infos_logged = 0;
   tp_engine_tell_stock(engine, 77, "node count is a range (-N<min>-<max>)");
@@ -421,6 +502,42 @@ int main(void) {
   CHECK(infos_logged == 3);
 
   tp_engine_destroy(engine);
+
+  /* The per-cycle planning budget (20 ms): a plan whose info line takes 30 ms spends it, so the
+   * next job in the same cycle is not planned (stock, told once, no plan log line); the next
+   * cycle plans it. */
+  snprintf(config, sizeof config, "cycle_budget_ms = 20\nplan_log = %s\n", plan_log);
+  engine = engine_with(dir, config);
+  CHECK(engine != NULL);
+  clear_jobs();
+  for (int g = 0; g < 4; ++g) add_job(100 + g, 1, 1, 0, UINT64_C(1) << g);
+  add_job(104, 4, 1, 0, 0xF0);
+  protect_nodes_from(1);
+  s = snapshot();
+  {
+    tp_request_t first = socket_request(11), second = socket_request(12);
+    const int before = count_lines(plan_log);
+    tp_engine_set_cycle(engine, 1);
+    slow_info_ms = 30;
+    CHECK(tp_engine_plan(engine, &s, &first, 200) == TP_PLAN_VICTIMS);
+    slow_info_ms = 0;
+    CHECK(count_lines(plan_log) == before + 1);
+    infos_logged = 0;
+    CHECK(tp_engine_plan(engine, &s, &second, 200) == TP_PLAN_NONE);
+    CHECK(tp_engine_victim_rank(engine, 104) == -1);
+    CHECK(count_lines(plan_log) == before + 1);
+    CHECK(infos_logged == 1 && strstr(last_info, "JobId=12") &&
+          strstr(last_info, "cycle_budget_ms"));
+    CHECK(tp_engine_use_cached(engine, &second, 4, 200) == -1); /* not cached: asked again later */
+    CHECK(tp_engine_plan(engine, &s, &second, 200) == TP_PLAN_NONE);
+    CHECK(infos_logged == 1); /* said once */
+    tp_engine_set_cycle(engine, 2);
+    CHECK(tp_engine_plan(engine, &s, &second, 200) == TP_PLAN_VICTIMS);
+    CHECK(tp_engine_victim_rank(engine, 104) == 0);
+    CHECK(count_lines(plan_log) == before + 2);
+  }
+  tp_engine_destroy(engine);
+
   if (failures == 0) remove(plan_log);
   snprintf(config, sizeof config, "%s/topopreempt.conf", dir);
   remove(config);
