@@ -40,6 +40,31 @@ const Model& held(const CostModelHandle& handle) {
   return std::get<Model>(handle.model);
 }
 
+// A CallableCostModel refers to Python functions, which refer to their module's globals, which
+// may refer to the model: a cycle the garbage collector must see through (nanobind's pattern,
+// docs "refleaks"), or the model and everything its functions' globals hold would never be freed.
+int callable_model_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  const auto* model = std::get_if<PythonCostModel>(&nb::inst_ptr<CallableModel>(self)->model);
+  if (model != nullptr && model->sole_owner()) {
+    Py_VISIT(model->evict_callable().ptr());
+    Py_VISIT(model->shrink_callable().ptr());
+  }
+  return 0;
+}
+
+int callable_model_clear(PyObject* self) {
+  auto* model = std::get_if<PythonCostModel>(&nb::inst_ptr<CallableModel>(self)->model);
+  if (model != nullptr && model->sole_owner()) model->clear();
+  return 0;
+}
+
+PyType_Slot callable_model_slots[] = {
+    {Py_tp_traverse, reinterpret_cast<void*>(callable_model_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(callable_model_clear)},
+    {0, nullptr}};
+
 }  // namespace
 
 void bind_cost_models(nb::module_& m) {
@@ -115,7 +140,7 @@ void bind_cost_models(nb::module_& m) {
          "The model over the priorities of every running workload of `state`.");
 
   nb::class_<CallableModel, CostModelHandle>(
-      m, "CallableCostModel",
+      m, "CallableCostModel", nb::type_slots(callable_model_slots),
       "A cost model written in Python: `evict(victim: Workload) -> float` and optionally "
       "`shrink(victim: Workload, dropped: int) -> float` (default: the eviction price). Each "
       "price is a call into Python under the GIL (the victim is passed as a copy), so it is "

@@ -36,13 +36,27 @@ class PythonCostModel {
   PythonCostModel(nb::object evict, nb::object shrink)
       : callables_(std::make_shared<Callables>(std::move(evict), std::move(shrink))) {}
 
-  [[nodiscard]] double evict(const Workload& victim) const { return call(callables_->evict, victim, {}); }
+  [[nodiscard]] double evict(const Workload& victim) const {
+    if (!callables_->evict.is_valid()) {
+      throw std::invalid_argument("this CallableCostModel was cleared by the garbage collector");
+    }
+    return call(callables_->evict, victim, {});
+  }
   [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const {
     if (!callables_->shrink.is_valid() || callables_->shrink.is_none()) return evict(victim);
     return call(callables_->shrink, victim, dropped);
   }
   [[nodiscard]] const nb::object& evict_callable() const noexcept { return callables_->evict; }
   [[nodiscard]] const nb::object& shrink_callable() const noexcept { return callables_->shrink; }
+  /// Whether no copy (a decider's, a running solve's) shares the callables: only then may the
+  /// garbage collector see them as this model's alone (traverse) and drop them (clear).
+  [[nodiscard]] bool sole_owner() const noexcept { return callables_.use_count() == 1; }
+  /// Drops the callables (the collector breaking a cycle such as model -> function ->
+  /// module globals -> model); a later price is then an error, not a crash.
+  void clear() noexcept {
+    callables_->evict.reset();
+    callables_->shrink.reset();
+  }
 
  private:
   // Copies of the model travel into solvers that run without the GIL: they share these

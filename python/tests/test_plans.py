@@ -198,3 +198,23 @@ def test_a_mutation_waits_for_running_solves() -> None:
     worker.join(10.0)
     removed.join(10.0)
     assert results and 1 not in state
+
+
+def test_a_python_cost_model_in_a_cycle_is_collected() -> None:
+    import gc
+    import weakref
+
+    class Sentinel:
+        pass
+
+    sentinel = Sentinel()
+    alive = weakref.ref(sentinel)
+    holder: dict[str, object] = {}
+
+    def evict(victim: tp.Workload) -> float:  # refers to holder, which holds the model
+        return 1.0 if holder and sentinel else 2.0
+
+    holder["model"] = tp.CallableCostModel(evict)
+    del sentinel, evict, holder
+    gc.collect()
+    assert alive() is None, "the model's cycle through its callable was never freed"
