@@ -11,6 +11,8 @@
 - the release source agrees: the vcpkg port's vcpkg_from_github downloads REF "v${VERSION}" of
   the GitHub repository that conanfile.py's and the port's homepage name, with a 128-digit
   SHA512; every conandata.yml source is that repository's v<version> tarball with a sha256;
+- pyproject.toml (the Python package) takes its version from CMakeLists.txt: `dynamic` version,
+  scikit-build-core's regex provider over CMakeLists.txt, whose pattern yields the version;
 - README.md asks for the current version (find_package(topopreempt X.Y), topopreempt/X.Y.Z).
 
 Usage: python3 scripts/check_packaging.py [repo-root]
@@ -86,6 +88,24 @@ def conan_version() -> str | None:
     return match.group(1) if match else None
 
 
+def pyproject_version() -> str | None:
+    """Applies pyproject.toml's own version regex to CMakeLists.txt, as scikit-build-core does;
+    None unless the version is dynamic and read from CMakeLists.txt (a literal version there
+    would be a second source of truth)."""
+    try:
+        import tomllib  # Python 3.11+
+    except ModuleNotFoundError:  # pragma: no cover - Debian 12 has 3.11
+        return None
+    document = tomllib.loads(read("pyproject.toml"))
+    if "version" in document.get("project", {}) or "version" not in document.get("project", {}).get("dynamic", []):
+        return None
+    provider = document.get("tool", {}).get("scikit-build", {}).get("metadata", {}).get("version", {})
+    if provider.get("provider") != "scikit_build_core.metadata.regex" or provider.get("input") != "CMakeLists.txt":
+        return None
+    match = re.search(provider.get("regex", "$^"), read("CMakeLists.txt"), re.MULTILINE)
+    return match.group("value") if match and "value" in match.groupdict() else None
+
+
 def changelog_version() -> str | None:
     for line in read("CHANGELOG.md").splitlines():
         match = re.match(r"^## \[([^\]]+)\]", line)
@@ -137,6 +157,9 @@ def used_options() -> dict[str, set[str]]:
         names = set(re.findall(r"-D(TOPOPREEMPT_[A-Za-z0-9_]+)(?::[A-Z]+)?=", text))
         names.update(re.findall(r"""(?:cache_)?variables\[\s*["'](TOPOPREEMPT_[A-Za-z0-9_]+)["']\s*\]""", text))
         used[relative] = names
+    if (ROOT / "pyproject.toml").is_file():
+        defines = re.search(r"^\[tool\.scikit-build\.cmake\.define\]\n((?:[^\[].*\n)*)", read("pyproject.toml"), re.M)
+        used["pyproject.toml"] = set(re.findall(r"^(TOPOPREEMPT_[A-Za-z0-9_]+)\s*=", defines.group(1), re.M)) if defines else set()
     presets = json.loads(read("CMakePresets.json"))
     used["CMakePresets.json"] = {
         name
@@ -247,6 +270,7 @@ def main() -> int:
         "conanfile.py (set_version)": conan_version(),
         "vcpkg.json": manifests.get("vcpkg.json", {}).get("version"),
         "ports/topopreempt/vcpkg.json": manifests.get("ports/topopreempt/vcpkg.json", {}).get("version"),
+        "pyproject.toml (dynamic, regex over CMakeLists.txt)": pyproject_version(),
     }
     for where, version in found.items():
         checks.check(version == truth, f"{where} is {truth}", f"found {version!r}")

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# CI stage: the Python package. In a fresh virtual environment (Debian's /usr/bin/python3) in a
+# scratch directory: `pip install .` from the repository root (nanobind and scikit-build-core
+# from PyPI, Debian's Eigen, range-v3 and nlohmann-json), then pytest (python/tests), the
+# Experiment A example (examples/python, its plot written to the scratch directory) and
+# `mypy --strict` on the examples. Every step is bounded by `timeout`; any failure fails the stage.
+#
+# The cross-checks against the CLI and the C++ simulator example need those programs: pass
+# TOPOPREEMPT_WHATIF and TOPOPREEMPT_SIMULATE_TRACE (CI passes stage 5's build/release ones and
+# TOPOPREEMPT_REQUIRE_CPP_PROGRAMS=1, so that a missing program fails instead of skipping).
+# TOPOPREEMPT_EXPERIMENT_A (stage 5's experiment program) also compares the example's hit rates
+# with the C++ experiment's on the same trace.
+# Usage: bash .ci/stages/python.sh   (from anywhere)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROOT="$PWD"
+PYTHON=/usr/bin/python3
+
+packages=(python3 python3-venv python3-dev g++ cmake make libeigen3-dev librange-v3-dev nlohmann-json3-dev)
+missing=()
+for package in "${packages[@]}"; do
+  [[ "$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null)" == "install ok installed" ]] ||
+    missing+=("$package")
+done
+if ((${#missing[@]} > 0)); then
+  sudo=()
+  ((EUID == 0)) || sudo=(sudo)
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+fi
+
+scratch="$(mktemp -d "${TMPDIR:-/tmp}/topopreempt-python.XXXXXX")"
+trap 'rm -rf "$scratch"' EXIT
+venv="$scratch/venv"
+
+step() { printf -- '--- [%4ds] python: %s\n' "$SECONDS" "$*"; }
+
+step "fresh venv ($("$PYTHON" --version))"
+"$PYTHON" -m venv "$venv"
+timeout 600 "$venv/bin/python" -m pip install --quiet --upgrade pip
+timeout 900 "$venv/bin/python" -m pip install --quiet pytest mypy numpy pandas matplotlib
+
+step "pip install . (the nanobind compile: the bulk of this stage)"
+# The build tree goes to the scratch directory, so every run compiles from scratch (ccache, when
+# CI set it up, still applies through CMAKE_CXX_COMPILER_LAUNCHER).
+CMAKE_BUILD_PARALLEL_LEVEL=2 timeout 2400 "$venv/bin/python" -m pip install --verbose \
+  --config-settings=build-dir="$scratch/build" "$ROOT" >"$scratch/pip-install.log" 2>&1 ||
+  { tail -n 80 "$scratch/pip-install.log"; echo "ERROR: pip install . failed" >&2; exit 1; }
+grep -E 'Successfully installed' "$scratch/pip-install.log"
+
+step "import from outside the source tree"
+(cd "$scratch" && "$venv/bin/python" -c 'import topopreempt, sys; print("topopreempt", topopreempt.__version__, "on", sys.version.split()[0])')
+
+step "pytest"
+(cd "$scratch" && timeout 1200 "$venv/bin/python" -m pytest -q -rs -p no:cacheprovider "$ROOT/python/tests")
+
+step "example: Experiment A through Python (41 servers, 1 day)"
+(cd "$scratch" && timeout 900 "$venv/bin/python" "$ROOT/examples/python/experiment_a.py" 41 1 \
+  "$scratch/experiment_a.png") | tee "$scratch/experiment_a.txt"
+test -s "$scratch/experiment_a.png"
+# The example rebuilds the C++ experiment's trace draw for draw: with the C++ program at hand
+# (TOPOPREEMPT_EXPERIMENT_A), both must count the same preemptions at the same hit rate.
+if [[ -n "${TOPOPREEMPT_EXPERIMENT_A:-}" ]]; then
+  timeout 900 "$TOPOPREEMPT_EXPERIMENT_A" --nodes 41 --days 1 --quiet >"$scratch/experiment_a_cpp.txt"
+  for solver in kube_default branch_and_bound; do
+    python_row=$(sed -n "s/^$solver: \([0-9]*\) preemptions, hit rate \([0-9.]*\)%.*/\1 \2/p" \
+      "$scratch/experiment_a.txt")
+    cpp_row=$(awk -F'|' -v s="$solver" '$3 ~ "^ " s " $" {gsub(/ /, "", $5); gsub(/ /, "", $6); print $5, $6}' \
+      "$scratch/experiment_a_cpp.txt")
+    echo "$solver: Python '$python_row', C++ '$cpp_row' (preemptions, hit rate %)"
+    [[ -n "$python_row" && "$python_row" == "$cpp_row" ]] ||
+      { echo "ERROR: the Python example and the C++ experiment disagree on $solver" >&2; exit 1; }
+  done
+fi
+
+step "mypy --strict on the examples"
+(cd "$scratch" && timeout 600 "$venv/bin/python" -m mypy --strict --cache-dir "$scratch/mypy-cache" \
+  "$ROOT/examples/python")
+step "passed"

@@ -1,0 +1,220 @@
+# SPDX-License-Identifier: MIT
+"""Solvers, cost models, plans and what is done with them: verify_plan, commit, plan_queue,
+IncrementalDecider, a cost model written in Python, snapshot round trips, threaded solves."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+import topopreempt as tp
+
+from conftest import SNAPSHOTS, small_cluster
+
+ALL_SOLVERS = [tp.greedy, tp.knapsack, tp.branch_and_bound, tp.kube_default, tp.exhaustive_subsets]
+
+
+def test_plan_fields() -> None:
+    state, preemptor = small_cluster()
+    plan = tp.branch_and_bound.solve(state, preemptor, tp.PriorityWeighted(offset=1.0))
+    assert plan.status == tp.PlanStatus.optimal and str(plan.status) == "optimal"
+    assert plan.solver == "branch_and_bound" and plan.preemptor == 1000
+    assert len(plan.victims) == 2 and all(v.action == tp.VictimAction.evict for v in plan.victims)
+    assert plan.cost == sum(v.cost for v in plan.victims) == plan.lower_bound
+    assert plan.gap() == 0.0 and plan.has_victims_plan()
+    assert plan.target_domain is not None
+    assert state.topology.level(plan.target_domain) == state.topology.level_index("socket")
+    assert len(plan.placement.devices(state.topology)) == 2
+    assert plan.statistics.as_dict()["domains_considered"] >= 1
+    assert plan.explanation and plan.dependencies
+    assert tp.verify_plan(state, preemptor, plan, tp.PriorityWeighted(offset=1.0)).ok
+
+
+def test_every_builtin_cost_model_with_its_parameters() -> None:
+    state, preemptor = small_cluster()
+    victim = state.workload(1)
+    assert tp.VictimCount().evict(victim) == 1.0
+    assert tp.PriorityWeighted(offset=10.0).evict(victim) == 10.0 + victim.priority
+    assert tp.LostWork(floor=2.0).evict(victim) == 2.0 + 60.0  # 1 GPU x 60 s since checkpoint
+    reload = tp.ReloadTime(bandwidth_gib_per_s=4.0, floor=0.5)
+    assert reload.bandwidth_gib_per_s == 4.0 and reload.evict(victim) == 0.5
+    order = tp.KubernetesOrder.of(state)
+    assert order.evict(victim) >= 1.0 and order.name == "kubernetes_order"
+    with pytest.raises(ValueError, match="base"):
+        tp.KubernetesOrder([1, 2], base=1.5)
+    for model in (tp.VictimCount(), tp.PriorityWeighted(), tp.LostWork(), tp.ReloadTime(), order):
+        plan = tp.branch_and_bound.solve(state, preemptor, model)
+        assert plan.status == tp.PlanStatus.optimal, model.name
+        assert tp.verify_plan(state, preemptor, plan, model).ok
+
+
+def test_a_cost_model_written_in_python_matches_the_builtin_one() -> None:
+    state, preemptor = small_cluster()
+    calls = []
+
+    def evict(victim: tp.Workload) -> float:
+        calls.append(victim.id)
+        return 1.0 + victim.priority
+
+    python_model = tp.CallableCostModel(evict)
+    builtin = tp.PriorityWeighted(offset=1.0)
+    for solver in ALL_SOLVERS:
+        ours = solver.solve(state, preemptor, python_model)
+        theirs = solver.solve(state, preemptor, builtin)
+        assert ours.cost == theirs.cost and ours.victim_ids() == theirs.victim_ids(), solver.name
+        # The built-in model declares price bounds, with which even greedy may prove its plan
+        # optimal; the Python one declares none, so only the exact solvers prove theirs.
+        if solver.is_exact:
+            assert ours.status == theirs.status == tp.PlanStatus.optimal, solver.name
+        else:
+            assert ours.status in (theirs.status, tp.PlanStatus.feasible), solver.name
+    assert calls, "the Python model was never asked"
+
+
+def test_python_cost_model_errors() -> None:
+    state, preemptor = small_cluster()
+    with pytest.raises(ValueError, match="workload"):
+        tp.branch_and_bound.solve(state, preemptor, tp.CallableCostModel(lambda victim: -1.0))
+    with pytest.raises(TypeError, match="must return a float"):
+        tp.branch_and_bound.solve(state, preemptor, tp.CallableCostModel(lambda victim: "cheap"))
+
+    def broken(victim: tp.Workload) -> float:
+        raise RuntimeError("pricing service down")
+
+    with pytest.raises(RuntimeError, match="pricing service down"):
+        tp.branch_and_bound.solve(state, preemptor, tp.CallableCostModel(broken))
+
+
+def test_commit_then_a_stale_plan_conflicts() -> None:
+    state, preemptor = small_cluster()
+    model = tp.VictimCount()
+    plan = tp.branch_and_bound.solve(state, preemptor, model)
+    stale = state.copy()
+    result = tp.commit(state, plan, preemptor)
+    assert result.committed and preemptor.id in state
+    for victim in plan.victims:
+        assert victim.id not in state
+    # The same plan on the copy still applies there, but not once that copy moved.
+    stale.remove(plan.victims[0].id)
+    conflict = tp.commit(stale, plan, preemptor)
+    assert not conflict and conflict.moved
+    assert preemptor.id not in stale
+
+
+def test_plan_queue_and_nominations() -> None:
+    state, first = small_cluster()
+    second = tp.Workload(1001, priority=90, whole_devices=1,
+                         replica_scope=tp.TopologyRequirement.guaranteed("numa"))
+    nominations = tp.Nominations()
+    result = tp.plan_queue(state, [second, first], tp.branch_and_bound, tp.VictimCount(), nominations)
+    assert [p.preemptor for p in result.plans] == [1000, 1001]  # priority order
+    assert result.count(tp.NominationStatus.planned) == 2 and len(nominations) == 2
+    again = tp.plan_queue(state, [second, first], tp.branch_and_bound, tp.VictimCount(), nominations)
+    assert again.count(tp.NominationStatus.kept) == 2
+    bad = tp.Workload(1002, priority=90, whole_devices=1,
+                      replica_scope=tp.TopologyRequirement.guaranteed("rack-row"))
+    mixed = tp.plan_queue(state, [bad, first], tp.branch_and_bound, tp.VictimCount())
+    assert mixed.count(tp.NominationStatus.rejected) == 1
+    assert "rack-row" in [p for p in mixed.plans if p.preemptor == 1002][0].error
+
+
+def test_incremental_decider_returns_the_cold_plan() -> None:
+    state, preemptor = small_cluster()
+    model = tp.LostWork()
+    decider = tp.IncrementalDecider(tp.branch_and_bound, model, preemptor)
+    assert decider.decide(state) == tp.branch_and_bound.solve(state, preemptor, model)
+    state.remove(state.workload_ids()[0])
+    assert decider.decide(state) == tp.branch_and_bound.solve(state, preemptor, model)
+    assert decider.reused_reads > 0
+    with pytest.raises(ValueError, match="no incremental form"):
+        tp.IncrementalDecider(tp.kube_default, model, preemptor)
+
+
+def test_solver_options() -> None:
+    state, preemptor = small_cluster()
+    limited = tp.BranchAndBoundSolver(node_limit=1)
+    assert limited.node_limit == 1 and limited.time_limit_ms is None
+    plan = limited.solve(state, preemptor, tp.VictimCount())
+    assert plan.status in (tp.PlanStatus.optimal, tp.PlanStatus.feasible)
+    assert tp.KnapsackSolver(max_cells=1024).max_cells == 1024
+    paper = tp.ExhaustiveSubsetsSolver(ranking=tp.SubsetRanking.paper_score, alpha=0.5)
+    assert paper.alpha == 0.5 and paper.solve(state, preemptor, tp.VictimCount()).has_victims_plan()
+    with pytest.raises(ValueError, match="alpha"):
+        tp.ExhaustiveSubsetsSolver(alpha=2.0)
+    with pytest.raises(ValueError, match="time_limit_ms"):
+        tp.BranchAndBoundSolver(time_limit_ms=-1.0)
+
+
+@pytest.mark.parametrize("snapshot", SNAPSHOTS, ids=lambda p: p.stem)
+def test_snapshot_round_trip(snapshot: object, tmp_path: object) -> None:
+    loaded = tp.load_snapshot(str(snapshot))
+    text = loaded.to_json()
+    again = tp.load_snapshot_text(text)
+    assert again.to_json() == text
+    model = loaded.cost_model if loaded.cost_model is not None else tp.VictimCount()
+    assert tp.branch_and_bound.solve(again.state, again.preemptor, model).victim_ids() == \
+        tp.branch_and_bound.solve(loaded.state, loaded.preemptor, model).victim_ids()
+    rebuilt = tp.Snapshot(loaded.state, loaded.preemptor, description=loaded.description,
+                          cost_model=loaded.cost_model, solver=loaded.solver)
+    assert rebuilt.to_json() == text
+
+
+def test_threaded_solves_on_one_state_equal_the_serial_ones() -> None:
+    state, preemptor = small_cluster()
+    preemptors = [tp.Workload(2000 + i, priority=100, whole_devices=1 + i % 2,
+                              replica_scope=tp.TopologyRequirement.guaranteed("numa" if i % 2 == 0 else "socket"))
+                  for i in range(8)]
+    model = tp.LostWork()
+    serial = [s.solve(state, p, model) for p in preemptors for s in ALL_SOLVERS]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        threaded = list(pool.map(lambda job: job[1].solve(state, job[0], model),
+                                 [(p, s) for p in preemptors for s in ALL_SOLVERS]))
+    assert threaded == serial
+
+
+def test_a_mutation_waits_for_running_solves() -> None:
+    state, preemptor = small_cluster()
+    started = threading.Event()
+    release = threading.Event()
+
+    def slow(victim: tp.Workload) -> float:
+        started.set()
+        release.wait(5.0)
+        return 1.0
+
+    results: list[tp.PreemptionPlan] = []
+    worker = threading.Thread(target=lambda: results.append(
+        tp.branch_and_bound.solve(state, preemptor, tp.CallableCostModel(slow))))
+    worker.start()
+    assert started.wait(5.0)
+    removed = threading.Thread(target=lambda: state.remove(1))
+    removed.start()
+    removed.join(0.2)
+    assert removed.is_alive(), "the mutation did not wait for the running solve"
+    assert 1 in state
+    release.set()
+    worker.join(10.0)
+    removed.join(10.0)
+    assert results and 1 not in state
+
+
+def test_a_python_cost_model_in_a_cycle_is_collected() -> None:
+    import gc
+    import weakref
+
+    class Sentinel:
+        pass
+
+    sentinel = Sentinel()
+    alive = weakref.ref(sentinel)
+    holder: dict[str, object] = {}
+
+    def evict(victim: tp.Workload) -> float:  # refers to holder, which holds the model
+        return 1.0 if holder and sentinel else 2.0
+
+    holder["model"] = tp.CallableCostModel(evict)
+    del sentinel, evict, holder
+    gc.collect()
+    assert alive() is None, "the model's cycle through its callable was never freed"
