@@ -17,17 +17,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT="$PWD"
 PYTHON=/usr/bin/python3
 
-packages=(python3 python3-venv python3-dev g++ cmake make libeigen3-dev librange-v3-dev nlohmann-json3-dev)
-missing=()
-for package in "${packages[@]}"; do
-  [[ "$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null)" == "install ok installed" ]] ||
-    missing+=("$package")
-done
-if ((${#missing[@]} > 0)); then
-  sudo=()
-  ((EUID == 0)) || sudo=(sudo)
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
-fi
+# What the build needs from Debian (CI's stage 1 has installed it already: no apt-get here then,
+# so this stage may run beside the Slurm stage's).
+bash "$ROOT/scripts/install-deps.sh" python3-venv python3-dev
 
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/topopreempt-python.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT

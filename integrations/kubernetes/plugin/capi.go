@@ -88,26 +88,32 @@ var solverIDs = map[string]C.int32_t{"branch_and_bound": C.TP_SOLVER_BRANCH_AND_
 
 // SolveWith is Solve with a chosen solver (one of Solvers; "" the library's default, as the
 // plugin uses), for the what-if tool, which compares solvers on one question.
-func SolveWith(m *Model, opts *Args, solver string) (plan *Plan, err error) {
+func SolveWith(m *Model, opts *Args, solver string) (*Plan, error) {
 	if _, ok := solverIDs[solver]; !ok && solver != "" {
 		return nil, fmt.Errorf("unknown solver %q (want one of %s)", solver, strings.Join(Solvers, ", "))
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			plan, err = nil, fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
+	return withModelCluster(m, func(cl *cluster) (*Plan, error) {
+		return cl.planWith(&m.Preemptor, opts, solver)
+	})
+}
+
+// withModelCluster loads the model's topology and running workloads into a throwaway C cluster
+// and calls use on it, at the C boundary (a panic there becomes an error).
+func withModelCluster[T any](m *Model, use func(*cluster) (T, error)) (T, error) {
+	return atCBoundary(func() (T, error) {
+		var zero T
+		cl, err := newCluster(m.Levels, m.Domains)
+		if err != nil {
+			return zero, err
 		}
-	}()
-	cl, err := newCluster(m.Levels, m.Domains)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.destroy()
-	for i := range m.Workloads {
-		if err := cl.start(&m.Workloads[i]); err != nil {
-			return nil, err
+		defer cl.destroy()
+		for i := range m.Workloads {
+			if err := cl.start(&m.Workloads[i]); err != nil {
+				return zero, err
+			}
 		}
-	}
-	return cl.planWith(&m.Preemptor, opts, solver)
+		return use(cl)
+	})
 }
 
 // SolvePDBFirst answers the model's question in the PDB-first order (pdb.go) with a solver:
@@ -508,28 +514,15 @@ func (q *queue) destroy() {
 // (m.Preemptor is not one of them unless listed), as tp_cluster_plan_queue does: in priority
 // order, each on the state the plans before it leave, so that no two count on the same room.
 // Nothing is kept; the plugin keeps a queue beside its mirror (planQueue).
-func SolveQueue(m *Model, preemptors []Workload, opts *Args) (plans []QueuedPlan, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			plans, err = nil, fmt.Errorf("topopreempt: recovered at the C boundary: %v", r)
-		}
-	}()
-	cl, err := newCluster(m.Levels, m.Domains)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.destroy()
-	for i := range m.Workloads {
-		if err := cl.start(&m.Workloads[i]); err != nil {
+func SolveQueue(m *Model, preemptors []Workload, opts *Args) ([]QueuedPlan, error) {
+	return withModelCluster(m, func(cl *cluster) ([]QueuedPlan, error) {
+		q, err := newQueue()
+		if err != nil {
 			return nil, err
 		}
-	}
-	q, err := newQueue()
-	if err != nil {
-		return nil, err
-	}
-	defer q.destroy()
-	return cl.planQueue(q, preemptors, opts, "")
+		defer q.destroy()
+		return cl.planQueue(q, preemptors, opts, "")
+	})
 }
 
 // planQueue plans the preemptors together with q's nominations (see tp_cluster_plan_queue in
