@@ -229,7 +229,7 @@ func preemptOnce(ctx context.Context, c *cluster.Cluster, d *deployment) error {
 		return err
 	}
 	pod := func(name, priority string) *corev1.Pod {
-		p := makePod(ns, name, "deploy", priority, "", "", 0, 5)
+		p := makePod(ns, name, "deploy", priority, "", "", 0, 5, 1000)
 		count := *resource.NewQuantity(GPUsPerNode, resource.DecimalSI)
 		p.Spec.Containers[0].Resources.Requests[gpus] = count
 		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{gpus: count}
