@@ -139,6 +139,7 @@ type nomination struct {
 }
 
 var _ fwk.PostFilterPlugin = &Plugin{}
+var _ fwk.FilterPlugin = &Plugin{}
 var _ fwk.PodGroupPostFilterPlugin = &Plugin{}
 
 // New makes the plugin from its args (decoded from the profile's pluginConfig).
@@ -365,6 +366,24 @@ func (pl *Plugin) simulate(ctx context.Context, state fwk.CycleState, pod *corev
 		return nil
 	}
 	return fmt.Errorf("the simulation on %s refuses the plan: %s %s: %s", node, s.Plugin(), s.Code(), s.Message())
+}
+
+// Filter keeps a pod that asks for DRA devices off a node another pending pod of at least its
+// priority is nominated to (see reservedAgainst): the scheduler's own filters would give it
+// the room that preemption is freeing for the nominee. Enabled in the profile's filter list.
+func (pl *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	node := nodeInfo.Node()
+	if node == nil || len(pod.Spec.ResourceClaims) == 0 || wantsExtended(&pl.args, pod) {
+		return nil
+	}
+	var nominees []*corev1.Pod
+	for _, pi := range pl.fh.NominatedPodsForNode(node.Name) {
+		nominees = append(nominees, pi.GetPod())
+	}
+	if why := reservedAgainst(pod, nominees); why != "" {
+		return fwk.NewStatus(fwk.Unschedulable, "topopreempt: "+why)
+	}
+	return nil
 }
 
 // PostFilter decides the victims for one pod; falls back to DefaultPreemption when it cannot.

@@ -3,13 +3,10 @@
 package topopreempt
 
 import (
-	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -19,21 +16,23 @@ import (
 // still terminating when the second one asks. As the stock scheduler does with nominations
 // (RunFilterPluginsWithNominatedPods), each pending pod nominated to a node whose priority is
 // at least the preemptor's (the preemptor's own pods aside) holds its requests there, as a
-// workload that is never a victim: its CPU, memory, a pod slot and its GPUs (the exact devices
-// its plan placed it on when the plugin nominated it, or an allocated claim's; otherwise the
-// first free devices of the node, inside one NUMA node or PCIe root when its claim asks for
-// that). A terminating pod (its eviction running) is never a victim (evicting it again evicts
-// nobody) and holds what it holds until it is gone; only for the preemptor it was evicted for
-// (Inputs.EvictedFor) is it gone already. When a nominee's room is not free yet (its victims
-// still hold it, or its nomination came from elsewhere and no longer fits), its node is
-// ineligible for the question, as stock's filters refuse a node its nominees fill.
+// workload that is never a victim: its CPU, memory, a pod slot and, with the extended
+// resource, its GPUs (the devices its plan placed it on when the plugin nominated it,
+// otherwise the node's first free ones). With DRA, a nominee that has a ResourceClaim closes
+// its node instead, as the plugin's Filter does (see reservedAgainst): the scheduler's
+// DynamicResources filter does not count nominations' devices. A terminating pod (its
+// eviction running) is never a victim (evicting it again evicts nobody) and holds what it
+// holds until it is gone; only for the preemptor it was evicted for (Inputs.EvictedFor) is it
+// gone already. When a nominee's room is not free yet (its victims still hold it, or a
+// nomination from elsewhere no longer fits), its node is ineligible for the question, as
+// stock's filters refuse a node its nominees fill.
 
 // Nominee is a pending pod nominated to a node.
 type Nominee struct {
 	Pod  *corev1.Pod
 	Node string
 	// Devices are the paths below the node of the devices its plan placed it on (the plugin's
-	// own nominations); empty: unknown.
+	// own nominations); empty: unknown. Used with the extended resource (see reservations).
 	Devices []string
 }
 
@@ -114,6 +113,15 @@ func (b *builder) reservations(self map[types.UID]bool, held func(node string) [
 		}
 		var node []Workload
 		for _, nm := range nominees {
+			if !b.extMode {
+				// As the plugin's Filter: DynamicResources would hand the nominee's devices
+				// to the preemptor, so the node is closed while a DRA nominee waits for it.
+				if why := reservedAgainst(b.m.Preemptor.Pods[0], []*corev1.Pod{nm.Pod}); why != "" {
+					refused[n] = why
+					node = nil
+					break
+				}
+			}
 			w, why := b.reservation(nm, taken, &total)
 			if why != "" {
 				refused[n] = fmt.Sprintf("reserved for nominated pod %s/%s: %s", nm.Pod.Namespace, nm.Pod.Name, why)
@@ -141,17 +149,11 @@ func (b *builder) reservation(nm Nominee, taken map[string]bool, total *Pooled) 
 			return Workload{}, fmt.Sprintf("its %s does not fit beside the node's pods", PooledNames[d])
 		}
 	}
-	count, scope, exact, err := b.nomineeDevices(p)
-	if err != nil {
-		return Workload{}, err.Error()
-	}
-	if len(exact) == 0 {
-		exact = nm.Devices
-	}
+	count, exact := b.nomineeDevices(p), nm.Devices
 	var devices []string
 	if len(exact) > 0 && len(exact) == int(count) && allFree(exact, taken) {
 		devices = exact
-	} else if devices = b.freeDevices(nm.Node, int(count), scope, taken); len(devices) < int(count) {
+	} else if devices = b.freeDevices(nm.Node, int(count), taken); len(devices) < int(count) {
 		return Workload{}, fmt.Sprintf("%d of its %d GPUs are free", len(devices), count)
 	}
 	w := Workload{Key: "nominated/" + string(p.UID), Name: "nominated pod " + p.Namespace + "/" + p.Name,
@@ -173,94 +175,43 @@ func allFree(paths []string, taken map[string]bool) bool {
 	return true
 }
 
-// nomineeDevices is how many GPUs of the question's kind a nominee asks for, inside which
-// level, and the exact devices when its claim is allocated already. A claim the model cannot
-// read is an error (its node is then not free for the question).
-func (b *builder) nomineeDevices(p *corev1.Pod) (count int32, scope string, exact []string, err error) {
-	if b.extMode {
-		return int32(extRequest(p, b.args.ExtendedResource)), "", nil, nil
+// nomineeDevices is how many GPUs of the question's kind a nominee asks for: the extended
+// resource's count; with DRA none (a nominee with a ResourceClaim closes its node, see
+// reservations), so it holds its pooled requests only.
+func (b *builder) nomineeDevices(p *corev1.Pod) int32 {
+	if !b.extMode {
+		return 0
 	}
-	claims, err := b.podClaims(p)
-	var u *Unsupported
-	if errors.As(err, &u) {
-		return 0, "", nil, errors.New(u.Reason)
-	} else if err != nil {
-		return 0, "", nil, err
-	}
-	for _, c := range claims {
-		if a := c.Status.Allocation; a != nil {
-			for _, r := range a.Devices.Results {
-				if !b.args.driverWanted(r.Driver) {
-					continue
-				}
-				e, ok := b.devices[deviceKey{r.Driver, r.Pool, r.Device}]
-				if !ok {
-					return 0, "", nil, fmt.Errorf("ResourceClaim %s holds device %s/%s/%s that no ResourceSlice publishes", c.Name, r.Driver, r.Pool, r.Device)
-				}
-				exact = append(exact, e.Path)
-				count++
-			}
-			continue
-		}
-		for _, r := range c.Spec.Devices.Requests {
-			e := r.Exactly
-			if e == nil || e.AllocationMode != resourcev1.DeviceAllocationModeExactCount {
-				return 0, "", nil, fmt.Errorf("ResourceClaim %s request %s: only exactly.count is modelled", c.Name, r.Name)
-			}
-			count += int32(e.Count)
-		}
-		for _, con := range c.Spec.Devices.Constraints {
-			if con.MatchAttribute == nil {
-				continue
-			}
-			switch string(*con.MatchAttribute) {
-			case NUMAAttribute:
-				scope = tighter(scope, levelNUMA)
-			case PCIeRootAttribute:
-				scope = tighter(scope, levelPCIe)
-			}
-		}
-	}
-	return count, scope, exact, nil
+	return int32(extRequest(p, b.args.ExtendedResource))
 }
 
-// freeDevices are the first `count` devices of node n not in `taken`, all inside one domain of
-// `scope` ("" the node) when one has that many; fewer when none has.
-func (b *builder) freeDevices(n string, count int, scope string, taken map[string]bool) []string {
-	var all []string
-	if b.extMode {
-		all = b.nodeDevs[n]
-	} else {
-		for _, e := range b.devices {
-			if e.Host == n {
-				all = append(all, e.Path)
-			}
+// freeDevices are the first `count` extended-resource devices of node n not in `taken` (all
+// of a node's share one unknown NUMA domain), or all free ones when fewer.
+func (b *builder) freeDevices(n string, count int, taken map[string]bool) []string {
+	var free []string
+	for _, d := range b.nodeDevs[n] {
+		if !taken[d] && len(free) < count {
+			free = append(free, d)
 		}
-		sort.Strings(all)
 	}
-	depth := map[string]int{levelNUMA: 1, levelPCIe: 2}[scope] // path components naming the domain
-	byDomain := map[string][]string{}
-	var domains []string
-	for _, d := range all {
-		if taken[d] {
+	return free
+}
+
+// reservedAgainst says why a node is closed to pod p ("" if it is not): another pending pod of
+// at least p's priority is nominated to it and asks for GPUs through DRA. The Filter of this
+// plugin applies it to pods that ask for DRA devices: the scheduler's DynamicResources filter
+// allocates from the devices free now and does not count nominated pods' claims (stock's
+// RunFilterPluginsWithNominatedPods adds nominees to the NodeInfo, which covers CPU, memory
+// and extended resources, not ResourceClaims), so without it a pending pod whose own room is
+// still being freed takes the room just freed for another, and that one preempts again.
+// Coarse on purpose: the whole node, not the nominee's devices only; it lasts until the nominee
+// binds or loses its nomination.
+func reservedAgainst(p *corev1.Pod, nominees []*corev1.Pod) string {
+	for _, n := range nominees {
+		if n.UID == p.UID || podPriority(n) < podPriority(p) || len(n.Spec.ResourceClaims) == 0 {
 			continue
 		}
-		dom := ""
-		if depth > 0 {
-			dom = strings.Join(strings.SplitN(d, "/", depth+1)[:depth], "/")
-		}
-		if _, ok := byDomain[dom]; !ok {
-			domains = append(domains, dom)
-		}
-		byDomain[dom] = append(byDomain[dom], d)
+		return fmt.Sprintf("reserved for nominated pod %s/%s (DynamicResources does not count a nomination's devices)", n.Namespace, n.Name)
 	}
-	var best []string
-	for _, dom := range domains {
-		if free := byDomain[dom]; len(free) >= count {
-			return free[:count]
-		} else if len(free) > len(best) {
-			best = free
-		}
-	}
-	return best
+	return ""
 }
