@@ -5,7 +5,8 @@
 // can start on a topology-valid placement: whole GPUs from DRA ResourceSlices inside one NUMA
 // node or PCIe root when the claim says so, a gang inside one rack when its PodGroup says so,
 // at the least cost from pod annotations. Anything the model cannot express, and any error,
-// falls back to the stock DefaultPreemption, with the reason logged. See docs/kubernetes.md.
+// falls back to the stock DefaultPreemption, with the reason logged. Its Filter keeps pods with
+// ResourceClaims off nodes other preemptors are nominated to (reserve.go). See docs/kubernetes.md.
 package topopreempt
 
 import (
