@@ -198,7 +198,8 @@ func (b *builder) freeDevices(n string, count int, taken map[string]bool) []stri
 }
 
 // reservedAgainst says why a node is closed to pod p ("" if it is not): another pending pod of
-// at least p's priority is nominated to it and asks for GPUs through DRA. The Filter of this
+// at least p's priority, and not of p's own PodGroup (a gang's pods may share a node), is
+// nominated to it and asks for GPUs through DRA. The Filter of this
 // plugin applies it to pods that ask for DRA devices: the scheduler's DynamicResources filter
 // allocates from the devices free now and does not count nominated pods' claims (stock's
 // RunFilterPluginsWithNominatedPods adds nominees to the NodeInfo, which covers CPU, memory
@@ -208,10 +209,17 @@ func (b *builder) freeDevices(n string, count int, taken map[string]bool) []stri
 // binds or loses its nomination.
 func reservedAgainst(p *corev1.Pod, nominees []*corev1.Pod) string {
 	for _, n := range nominees {
-		if n.UID == p.UID || podPriority(n) < podPriority(p) || len(n.Spec.ResourceClaims) == 0 {
+		if n.UID == p.UID || podPriority(n) < podPriority(p) || len(n.Spec.ResourceClaims) == 0 || sameGroup(n, p) {
 			continue
 		}
 		return fmt.Sprintf("reserved for nominated pod %s/%s (DynamicResources does not count a nomination's devices)", n.Namespace, n.Name)
 	}
 	return ""
+}
+
+// sameGroup says whether two pods name the same PodGroup.
+func sameGroup(a, b *corev1.Pod) bool {
+	ga, gb := a.Spec.SchedulingGroup, b.Spec.SchedulingGroup
+	return a.Namespace == b.Namespace && ga != nil && gb != nil && ga.PodGroupName != nil && gb.PodGroupName != nil &&
+		*ga.PodGroupName == *gb.PodGroupName
 }

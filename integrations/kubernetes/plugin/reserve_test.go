@@ -253,11 +253,19 @@ func TestReservedAgainst(t *testing.T) {
 		{"lower priority", tPod("n", 100, "n-want", nil), false},
 		{"no claim", tPod("n", 900, "", nil), false},
 		{"itself", p, false},
+		{"a pod of its own gang", inGroup(tPod("n", 900, "n-want", nil), "g"), false},
+		{"a pod of another gang", inGroup(tPod("n", 900, "n-want", nil), "h"), true},
 	}
+	inGroup(p, "g")
 	for _, c := range cases {
 		got := reservedAgainst(p, []*corev1.Pod{c.nominee})
 		if (got != "") != c.reserved {
 			t.Errorf("%s: %q, want reserved=%v", c.name, got, c.reserved)
 		}
 	}
+}
+
+func inGroup(p *corev1.Pod, group string) *corev1.Pod {
+	p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group}
+	return p
 }
