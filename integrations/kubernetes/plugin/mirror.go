@@ -58,8 +58,12 @@ type mirror struct {
 	// difference; a sync that finishes a workload forgets its protection.
 	blockers     map[string]blockerState
 	protectedNow map[string]bool
-	byID         map[uint64]*Workload
-	nextID       uint64
+	// reserved are the rooms the last question reserved for nominated pods (see reserve.go),
+	// by id. They are released before each sync, since a nominee that has been bound since
+	// holds the same devices as a running pod, and started again after it.
+	reserved map[uint64]string
+	byID     map[uint64]*Workload
+	nextID   uint64
 	// preemptorIDs keeps a pending preemptor's id across its questions (the C ABI reuses an
 	// incremental decider for a repeated question); bounded by clearing.
 	preemptorIDs map[string]uint64
@@ -93,7 +97,7 @@ func (m *mirror) reset() {
 	m.topoKey = ""
 	m.running, m.byID = nil, nil
 	m.nodes, m.podNode, m.groups = nil, nil, nil
-	m.blockers, m.protectedNow = nil, nil
+	m.blockers, m.protectedNow, m.reserved = nil, nil, nil
 }
 
 // close frees the C cluster.
@@ -289,7 +293,7 @@ func (m *mirror) sync(args *Args, in *Inputs, skip []*corev1.Pod) error {
 		m.cl, m.topoKey = cl, key
 		m.levels, m.levelOf, m.devices, m.nodeDevs = b.m.Levels, b.levelOf, b.devices, b.nodeDevs
 		m.nodeCap, m.gpuNodes, m.unlabelled = b.nodeCap, b.gpuNodes, b.unlabelled
-		m.blockers, m.protectedNow = map[string]blockerState{}, map[string]bool{}
+		m.blockers, m.protectedNow, m.reserved = map[string]blockerState{}, map[string]bool{}, map[uint64]string{}
 		m.running, m.byID = map[string]*Workload{}, map[uint64]*Workload{}
 		m.nodes, m.podNode, m.groups = map[string]*nodeState{}, map[types.UID]string{}, map[string]*groupState{}
 		// Ids from 1 in the builder's order, as a one-off model (BuildModel) numbers them.
@@ -536,6 +540,7 @@ type decision struct {
 	victims    []*Workload
 	pdb        PDBOutcome
 	ineligible map[string]string // the GPU nodes the preemptor may not use, with the reason
+	reserved   int               // nominees whose rooms were reserved
 	synced     string            // what the sync did, for the log: "rebuilt, +starts -finishes, n nodes derived"
 }
 
@@ -565,8 +570,39 @@ func (m *mirror) block(ineligible map[string]string) error {
 	return nil
 }
 
+// release finishes every reservation the last question started.
+func (m *mirror) release() error {
+	ids := make([]uint64, 0, len(m.reserved))
+	for id := range m.reserved {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		if err := m.cl.finish(id, m.reserved[id]); err != nil {
+			return err
+		}
+		delete(m.reserved, id)
+	}
+	return nil
+}
+
+// reserve starts the reservations `ws` (after release).
+func (m *mirror) reserve(ws []Workload) error {
+	for i := range ws {
+		w := &ws[i]
+		m.nextID++
+		w.ID = m.nextID
+		if err := m.cl.start(w); err != nil {
+			return err
+		}
+		m.reserved[w.ID] = w.Name
+	}
+	return nil
+}
+
 // protect makes the C cluster hold exactly the workloads of `keys` as not preemptible (and
-// every other running workload as preemptible), restarting only those that change.
+// every other running workload as the view has it: preemptible unless terminating),
+// restarting only those that change.
 func (m *mirror) protect(keys map[string]bool) error {
 	restart := func(w *Workload, preemptible bool) error {
 		if err := m.cl.finish(w.ID, w.Name); err != nil {
@@ -581,7 +617,7 @@ func (m *mirror) protect(keys map[string]bool) error {
 			continue
 		}
 		if w, ok := m.running[k]; ok {
-			if err := restart(w, true); err != nil {
+			if err := restart(w, w.Preemptible); err != nil {
 				return err
 			}
 		}
@@ -609,7 +645,14 @@ func (m *mirror) decide(args *Args, in *Inputs, pods []*corev1.Pod, group *sched
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rebuilds, starts, finishes, derived := m.rebuilds, m.starts, m.finishes, m.derived
-	if err := m.sync(args, in, pods); err != nil {
+	if m.cl != nil {
+		if err := m.release(); err != nil {
+			m.reset()
+			return nil, err
+		}
+	}
+	self := selfUIDs(pods, group)
+	if err := m.sync(args, in, append(append([]*corev1.Pod(nil), pods...), goneFor(in, self)...)); err != nil {
 		return nil, err
 	}
 	synced := fmt.Sprintf("+%d -%d, %d nodes derived", m.starts-starts, m.finishes-finishes, m.derived-derived)
@@ -641,8 +684,22 @@ func (m *mirror) decide(args *Args, in *Inputs, pods []*corev1.Pod, group *sched
 		}
 	}
 	d := &decision{synced: synced, ineligible: b.ineligible(pods)}
+	reserved, full := b.reservations(self, func(n string) []*heldPod {
+		if st := m.nodes[n]; st != nil {
+			return st.held
+		}
+		return nil
+	}, d.ineligible)
+	for n, why := range full {
+		d.ineligible[n] = why
+	}
+	d.reserved = len(reserved)
 	if err := m.block(d.ineligible); err != nil {
 		m.reset() // a fresh cluster is the safe answer to a C error
+		return nil, err
+	}
+	if err := m.reserve(reserved); err != nil {
+		m.reset()
 		return nil, err
 	}
 	protectedKeys := map[string]bool{}

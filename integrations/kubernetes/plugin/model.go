@@ -144,6 +144,13 @@ type Inputs struct {
 	// preemption cannot change (the plugin fills it from PostFilter's statuses), by node name,
 	// with the reason. Nodes the preemptor's spec refuses are found by the model itself.
 	Refused map[string]string
+	// Nominated are the pending pods nominated to a node (the scheduler's nominator and the
+	// plugin's own nominations in flight, which come first): their rooms are reserved for them
+	// (see reserve.go).
+	Nominated []Nominee
+	// EvictedFor maps a victim pod's UID to the UID of the preemptor (pod or PodGroup) the
+	// plugin evicted it for: while it terminates, it is gone for that preemptor only.
+	EvictedFor map[types.UID]types.UID
 	// TolerationComparisonOperators is the TaintTolerationComparisonOperators feature gate.
 	TolerationComparisonOperators bool
 	Now                           time.Time
@@ -184,6 +191,8 @@ type builder struct {
 	unlabelled map[string][]string
 	// pending are the nodes whose devices are not known yet (see nodeHeld), with the reason.
 	pending map[string]string
+	// held are each node's running pods as derived (BuildModel only; a mirror keeps its own).
+	held map[string][]*heldPod
 }
 
 // newBuilder is a builder with empty topology maps.
@@ -207,7 +216,8 @@ func BuildModel(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1b
 	if err := b.preemptor(pods, group); err != nil {
 		return nil, err
 	}
-	if err := b.running(pods); err != nil {
+	self := selfUIDs(pods, group)
+	if err := b.running(append(append([]*corev1.Pod(nil), pods...), goneFor(in, self)...)); err != nil {
 		return nil, err
 	}
 	for i := range b.m.Workloads {
@@ -215,8 +225,16 @@ func BuildModel(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1b
 		w.Protected = protected(in.PDBs, w.Pods)
 	}
 	b.m.Ineligible = b.ineligible(pods)
+	reserved, full := b.reservations(self, func(n string) []*heldPod { return b.held[n] }, b.m.Ineligible)
+	for n, why := range full {
+		b.m.Ineligible[n] = why
+	}
 	for _, n := range sortedNodes(b.m.Ineligible) {
 		w := blocker(n, b.m.Ineligible[n])
+		w.ID = uint64(len(b.m.Workloads) + 1)
+		b.m.Workloads = append(b.m.Workloads, w)
+	}
+	for _, w := range reserved {
 		w.ID = uint64(len(b.m.Workloads) + 1)
 		b.m.Workloads = append(b.m.Workloads, w)
 	}
@@ -606,6 +624,7 @@ func (b *builder) running(preemptors []*corev1.Pod) error {
 	}
 	sort.Strings(nodeNames)
 	var all []*heldPod
+	b.held = map[string][]*heldPod{}
 	for _, n := range nodeNames {
 		held, _, pending, err := b.nodeHeld(n, skip)
 		if err != nil {
@@ -614,6 +633,7 @@ func (b *builder) running(preemptors []*corev1.Pod) error {
 		if pending != "" {
 			b.pending[n] = pending
 		}
+		b.held[n] = held
 		all = append(all, held...)
 	}
 	ws, err := b.workloads(all)
@@ -772,6 +792,7 @@ func (b *builder) workloads(all []*heldPod) ([]Workload, error) {
 					w.Extra += h.cost.Extra
 					w.SinceCkpt = max(w.SinceCkpt, h.cost.SinceCkpt)
 					w.Priority = max(w.Priority, prio)
+					w.Preemptible = w.Preemptible && p.DeletionTimestamp == nil
 					continue
 				}
 				gangs[h.group] = len(ws)
@@ -785,8 +806,12 @@ func (b *builder) workloads(all []*heldPod) ([]Workload, error) {
 		w.Priority = prio
 		// Every running pod may be a victim as far as the model goes: the library itself takes
 		// only strictly lower priorities than the preemptor's, so the workload does not depend
-		// on the question and a mirror can keep it across questions.
-		w.Preemptible = true
+		// on the question and a mirror can keep it across questions. A terminating pod is the
+		// exception: its eviction is running (for another preemptor, or it is being deleted),
+		// so evicting it again frees nothing that is not being freed already, and its room is
+		// not this preemptor's to plan on (see reserve.go); its resourceVersion moved when it
+		// began terminating, so a mirror derives it again.
+		w.Preemptible = p.DeletionTimestamp == nil
 		w.Replicas = 1
 		w.WholeDevices = h.devices
 		w.Demand = h.demand

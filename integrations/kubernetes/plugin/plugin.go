@@ -5,13 +5,15 @@
 // can start on a topology-valid placement: whole GPUs from DRA ResourceSlices inside one NUMA
 // node or PCIe root when the claim says so, a gang inside one rack when its PodGroup says so,
 // at the least cost from pod annotations. Anything the model cannot express, and any error,
-// falls back to the stock DefaultPreemption, with the reason logged. See docs/kubernetes.md.
+// falls back to the stock DefaultPreemption, with the reason logged. Its Filter keeps pods with
+// ResourceClaims off nodes other preemptors are nominated to (reserve.go). See docs/kubernetes.md.
 package topopreempt
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -122,16 +124,23 @@ type Plugin struct {
 	// (asynchronously, see evict), by the preemptor's (pod's or PodGroup's) UID.
 	inFlightMu sync.Mutex
 	inFlight   map[types.UID]nomination
+	// evictedFor maps each pod the plugin evicted to the UID of its preemptor, while the pod is
+	// in the scheduler's snapshot (pruned in inputs): a terminating victim is gone already for
+	// that preemptor only (see reserve.go).
+	evictedFor map[types.UID]types.UID
 }
 
 // nomination is where an in-flight preemption sends the preemptor: one node for a pod, one
-// per pod for a gang.
+// per pod for a gang; nominees are its pods with their nodes and planned devices, whose rooms
+// other preemptors' questions reserve.
 type nomination struct {
-	node string
-	gang map[types.NamespacedName]*fwk.NominatingInfo
+	node     string
+	gang     map[types.NamespacedName]*fwk.NominatingInfo
+	nominees []Nominee
 }
 
 var _ fwk.PostFilterPlugin = &Plugin{}
+var _ fwk.FilterPlugin = &Plugin{}
 var _ fwk.PodGroupPostFilterPlugin = &Plugin{}
 
 // New makes the plugin from its args (decoded from the profile's pluginConfig).
@@ -151,7 +160,8 @@ func New(ctx context.Context, obj runtime.Object, fh fwk.Handle) (fwk.Plugin, er
 		return nil, fmt.Errorf("%s: the fallback DefaultPreemption: %w", Name, err)
 	}
 	pl := &Plugin{fh: fh, args: args, stock: stock, executor: preemption.NewExecutor(fh, fts), fts: fts,
-		mirrors: map[bool]*mirror{false: newMirror(false), true: newMirror(true)}, inFlight: map[types.UID]nomination{}}
+		mirrors: map[bool]*mirror{false: newMirror(false), true: newMirror(true)}, inFlight: map[types.UID]nomination{},
+		evictedFor: map[types.UID]types.UID{}}
 	if f := fh.SharedInformerFactory(); f != nil {
 		pl.pdbs = f.Policy().V1().PodDisruptionBudgets().Lister()
 	}
@@ -170,6 +180,7 @@ func (pl *Plugin) inputs() (*Inputs, error) {
 	}
 	in := &Inputs{Pods: map[string][]*corev1.Pod{}, Now: time.Now(),
 		TolerationComparisonOperators: pl.fts.EnableTaintTolerationComparisonOperators}
+	present := map[types.UID]bool{}
 	for _, ni := range nodeInfos {
 		n := ni.Node()
 		if n == nil {
@@ -178,6 +189,14 @@ func (pl *Plugin) inputs() (*Inputs, error) {
 		in.Nodes = append(in.Nodes, n)
 		for _, pi := range ni.GetPods() {
 			in.Pods[n.Name] = append(in.Pods[n.Name], pi.GetPod())
+			present[pi.GetPod().UID] = true
+		}
+	}
+	in.Nominated, in.EvictedFor = pl.ownNominations(present)
+	for _, n := range in.Nodes {
+		// The scheduler's nominator: what stock's RunFilterPluginsWithNominatedPods adds.
+		for _, pi := range pl.fh.NominatedPodsForNode(n.Name) {
+			in.Nominated = append(in.Nominated, Nominee{Pod: pi.GetPod(), Node: n.Name})
 		}
 	}
 	if dra := pl.fh.SharedDRAManager(); dra != nil {
@@ -350,6 +369,24 @@ func (pl *Plugin) simulate(ctx context.Context, state fwk.CycleState, pod *corev
 	return fmt.Errorf("the simulation on %s refuses the plan: %s %s: %s", node, s.Plugin(), s.Code(), s.Message())
 }
 
+// Filter keeps a pod that asks for DRA devices off a node another pending pod of at least its
+// priority is nominated to (see reservedAgainst): the scheduler's own filters would give it
+// the room that preemption is freeing for the nominee. Enabled in the profile's filter list.
+func (pl *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	node := nodeInfo.Node()
+	if node == nil || len(pod.Spec.ResourceClaims) == 0 || wantsExtended(&pl.args, pod) {
+		return nil
+	}
+	var nominees []*corev1.Pod
+	for _, pi := range pl.fh.NominatedPodsForNode(node.Name) {
+		nominees = append(nominees, pi.GetPod())
+	}
+	if why := reservedAgainst(pod, nominees); why != "" {
+		return fwk.NewStatus(fwk.Unschedulable, "topopreempt: "+why)
+	}
+	return nil
+}
+
 // PostFilter decides the victims for one pod; falls back to DefaultPreemption when it cannot.
 func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, m fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	logger := klog.FromContext(ctx)
@@ -392,10 +429,11 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		logger.Info("topopreempt: falling back to DefaultPreemption", "pod", klog.KObj(pod), "reason", err.Error())
 		return pl.stock.PostFilter(ctx, state, pod, m)
 	}
-	pl.evict(ctx, d, node, &preemptor{pod: pod, pods: map[string]*corev1.Pod{pod.Name: pod}}, nomination{node: node})
+	pl.evict(ctx, d, node, &preemptor{pod: pod, pods: map[string]*corev1.Pod{pod.Name: pod}},
+		nomination{node: node, nominees: nominees([]*corev1.Pod{pod}, plan)})
 	logger.Info("topopreempt: preempting", "pod", klog.KObj(pod), "node", node, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status,
 		"pdb", d.pdb.String(), "ineligibleNodes", len(d.ineligible),
-		"decided", time.Since(started), "solve", time.Duration(plan.Seconds*float64(time.Second)), "synced", d.synced)
+		"reserved", d.reserved, "decided", time.Since(started), "solve", time.Duration(plan.Seconds*float64(time.Second)), "synced", d.synced)
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
 }
 
@@ -443,7 +481,8 @@ func (pl *Plugin) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycl
 		result.NominatingInfos[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] =
 			&fwk.NominatingInfo{NominatedNodeName: plan.Hosts[i], NominatingMode: fwk.ModeOverride}
 	}
-	pl.evict(ctx, d, strings.Join(uniq(plan.Hosts), ","), &preemptor{pod: pods[0], group: group, pods: byName}, nomination{gang: result.NominatingInfos})
+	pl.evict(ctx, d, strings.Join(uniq(plan.Hosts), ","), &preemptor{pod: pods[0], group: group, pods: byName},
+		nomination{gang: result.NominatingInfos, nominees: nominees(pods, plan)})
 	logger.Info("topopreempt: preempting for gang", "group", pgInfo.GetKey(), "nodes", plan.Hosts, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status)
 	return result, fwk.NewStatus(fwk.Success)
 }
@@ -479,6 +518,9 @@ func (pl *Plugin) evict(ctx context.Context, d *decision, where string, p *preem
 	uid := p.UID()
 	pl.inFlightMu.Lock()
 	pl.inFlight[uid] = n
+	for _, v := range victims {
+		pl.evictedFor[v.UID] = uid
+	}
 	pl.inFlightMu.Unlock()
 	go func() {
 		defer func() {
@@ -511,6 +553,47 @@ func (pl *Plugin) evict(ctx context.Context, d *decision, where string, p *preem
 		}
 		pl.waitGone(ectx, deleted, claims)
 	}()
+}
+
+// ownNominations are the nominees of the preemptions in flight (by preemptor UID, for a
+// deterministic order), and a copy of evictedFor, after dropping the victims no longer in the
+// snapshot (`present`).
+func (pl *Plugin) ownNominations(present map[types.UID]bool) ([]Nominee, map[types.UID]types.UID) {
+	pl.inFlightMu.Lock()
+	defer pl.inFlightMu.Unlock()
+	uids := make([]string, 0, len(pl.inFlight))
+	for uid := range pl.inFlight {
+		uids = append(uids, string(uid))
+	}
+	sort.Strings(uids)
+	var nominees []Nominee
+	for _, uid := range uids {
+		nominees = append(nominees, pl.inFlight[types.UID(uid)].nominees...)
+	}
+	evictedFor := make(map[types.UID]types.UID, len(pl.evictedFor))
+	for v, p := range pl.evictedFor {
+		if !present[v] {
+			delete(pl.evictedFor, v)
+			continue
+		}
+		evictedFor[v] = p
+	}
+	return nominees, evictedFor
+}
+
+// nominees are the preemptor's pods with the nodes and devices of the plan (replica i is
+// pods[i]).
+func nominees(pods []*corev1.Pod, plan *Plan) []Nominee {
+	out := make([]Nominee, len(pods))
+	for i, p := range pods {
+		out[i] = Nominee{Pod: p, Node: plan.Hosts[i]}
+	}
+	for _, e := range plan.Devices {
+		if r := int(e.Replica); r < len(out) && e.Host == out[r].Node {
+			out[r].Devices = append(out[r].Devices, e.Path)
+		}
+	}
+	return out
 }
 
 // inFlightFor is the nomination of a preemptor whose evictions are still running.

@@ -223,6 +223,9 @@ func compareWithBaseline(t *testing.T, base string, results []*Result) {
 		if r.WastedEvictions > 0 {
 			t.Errorf("%s: %d wasted evictions", id, r.WastedEvictions)
 		}
+		if r.EvictedTwice > 0 {
+			t.Errorf("%s: %d victims evicted for two preemptors", id, r.EvictedTwice)
+		}
 		b, ok := bases[key{r.Scenario, r.Mode}]
 		if !ok {
 			logf("%s: no %s result here (-scale-variants): wasted evictions checked, nothing compared", id, base)

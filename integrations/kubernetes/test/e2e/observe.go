@@ -72,14 +72,17 @@ type Result struct {
 	Victims          []Victim    `json:"victims"`
 	VictimCost       float64     `json:"victim_cost"`
 	WastedEvictions  int         `json:"wasted_evictions"`
-	PDBViolations    int         `json:"pdb_violations"`
-	Schedulable      bool        `json:"schedulable"`
-	ReachOptimum     bool        `json:"reach_optimum,omitempty"`
-	Optimum          string      `json:"optimum"`
-	OptimumCost      float64     `json:"optimum_cost"`
-	OptimumVictims   int         `json:"optimum_victims"`
-	PostFilter       []Timing    `json:"postfilter"`
-	SchedulerLog     string      `json:"scheduler_log"`
+	// EvictedTwice counts the victims that received the Preempted event from more than one
+	// preemptor (several preemptors planned the same room).
+	EvictedTwice   int      `json:"evicted_twice"`
+	PDBViolations  int      `json:"pdb_violations"`
+	Schedulable    bool     `json:"schedulable"`
+	ReachOptimum   bool     `json:"reach_optimum,omitempty"`
+	Optimum        string   `json:"optimum"`
+	OptimumCost    float64  `json:"optimum_cost"`
+	OptimumVictims int      `json:"optimum_victims"`
+	PostFilter     []Timing `json:"postfilter"`
+	SchedulerLog   string   `json:"scheduler_log"`
 	// Sequence is set when the scenario submits several preemptors one after another
 	// (Scenario.Preemptors > 1): what happened to each, in order. The fields above then sum
 	// (victims, cost, wasted) or combine (ran: any; topology: every one that ran) over them.
@@ -165,6 +168,13 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	drain(fillWatch, preempted)
 	if err := observe(ctx, client, ns, s, res, preempted); err != nil {
 		return nil, err
+	}
+	if res.EvictedTwice, err = evictedTwice(ctx, client, ns); err != nil {
+		return nil, err
+	}
+	if s.Preemptor.Pods > 1 && s.Preemptor.Group == nil {
+		logf("%s: %d preemptors together: ran=%v victims=%d cost=%g wasted=%d evicted for two preemptors=%d", ns, s.Preemptor.Pods,
+			res.PreemptorRan, len(res.Victims), res.VictimCost, res.WastedEvictions, res.EvictedTwice)
 	}
 	if res.PostFilter, err = postFilterTimings(sched); err != nil {
 		return nil, err

@@ -120,6 +120,7 @@ func Scenarios(scaleNodes int, scaleModes []GPUMode, scalePreemptors int, scaleV
 	var out []*Scenario
 	builds := []func() *Scenario{numaFragmented, cheapestNotLowest, gangOneRack, unsatisfiable}
 	builds = append(builds, SchedulerKnowsScenarios()...)
+	builds = append(builds, arrivingTogether)
 	for _, build := range builds {
 		for _, mode := range []GPUMode{DRA, ExtendedResource} {
 			s := build()
