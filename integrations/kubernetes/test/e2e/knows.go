@@ -83,9 +83,15 @@ func excludedByAffinity() *Scenario {
 func cpuHeldHigh() *Scenario {
 	s, nodes := cheapRoomOnA("cpuh")
 	s.Name, s.Title = "cpu-held-high", "a high-priority CPU-only pod holds the cheapest room's CPU; the preemptor asks for 100 cores"
-	s.Fill = append(s.Fill, FillPod{Name: nodes[0].Name + "-cpu", Node: nodes[0].Name, Priority: "high", CPUMilli: 100000, Cost: 1})
-	s.Preemptor.CPUMilli = 100000
+	holdCPU(s, nodes[0].Name, "high")
 	return s
+}
+
+// holdCPU adds a CPU-only pod of `priority` (cost 1) holding 100 of node's 128 cores, and makes
+// the preemptor ask for 100 cores: the node takes it only if that pod goes.
+func holdCPU(s *Scenario, node, priority string) {
+	s.Fill = append(s.Fill, FillPod{Name: node + "-cpu", Node: node, Priority: priority, CPUMilli: 100000, Cost: 1})
+	s.Preemptor.CPUMilli = 100000
 }
 
 // cpuHeldLow: the same CPU-only pod at priority low-b, cost 1: evicting it with a's GPU pod
@@ -93,8 +99,7 @@ func cpuHeldHigh() *Scenario {
 func cpuHeldLow() *Scenario {
 	s, nodes := cheapRoomOnA("cpul")
 	s.Name, s.Title = "cpu-held-low", "a low-priority CPU-only pod holds the cheapest room's CPU: evicting it too is the optimum"
-	s.Fill = append(s.Fill, FillPod{Name: nodes[0].Name + "-cpu", Node: nodes[0].Name, Priority: "low-b", CPUMilli: 100000, Cost: 1})
-	s.Preemptor.CPUMilli = 100000
+	holdCPU(s, nodes[0].Name, "low-b")
 	s.Optimum, s.OptimumCost, s.OptimumVictims = "the GPU pod and the CPU pod of "+nodes[0].Name, 6, 2
 	return s
 }
