@@ -232,6 +232,32 @@ tp_cost_term term_of(tp_cost_model model) {
   return term;
 }
 
+/// Whether `fill_both` finishes a random workload now and then (one draw after each start).
+enum class Finishes : bool { none, some };
+
+/// Starts random workloads on `state` and, alike, on `cluster` (`attempts` draws; those that do
+/// not fit are skipped), so that both hold the same running workloads.
+void fill_both(std::mt19937_64& random, tp::Allocation& state, tp_cluster* cluster, int attempts,
+               Finishes finishes) {
+  const tp::Topology& topology = state.topology();
+  std::uint64_t id = 1;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    const tp::Workload w = random_workload(random, id, topology);
+    const tp::PlacementSearchResult found = tp::find_placement(state, w);
+    if (!found.found) continue;
+    state.add(w, found.placement);
+    mirror_start(cluster, w, found.placement, topology);
+    ++id;
+    if (finishes == Finishes::some && random() % 10 == 0) {
+      const auto ids = state.workload_ids();
+      const tp::WorkloadId gone = ids[random() % ids.size()];
+      state.remove(gone);
+      REQUIRE(tp_cluster_workload_finish(cluster, gone.value) == TP_OK);
+    }
+  }
+  REQUIRE(state.size() > 10);
+}
+
 }  // namespace
 
 TEST_CASE("the C interface plans what the library plans, on random states") {
@@ -247,22 +273,7 @@ TEST_CASE("the C interface plans what the library plans, on random states") {
     REQUIRE(tp_cluster_seal(cluster.get()) == TP_OK);
 
     // Fill to ~90% with random workloads, finishing a few on the way (both sides alike).
-    std::uint64_t id = 1;
-    for (int attempt = 0; attempt < 200; ++attempt) {
-      const tp::Workload w = random_workload(random, id, *topology);
-      const tp::PlacementSearchResult found = tp::find_placement(state, w);
-      if (!found.found) continue;
-      state.add(w, found.placement);
-      mirror_start(cluster.get(), w, found.placement, *topology);
-      ++id;
-      if (random() % 10 == 0) {
-        const auto ids = state.workload_ids();
-        const tp::WorkloadId gone = ids[random() % ids.size()];
-        state.remove(gone);
-        REQUIRE(tp_cluster_workload_finish(cluster.get(), gone.value) == TP_OK);
-      }
-    }
-    REQUIRE(state.size() > 10);
+    fill_both(random, state, cluster.get(), 200, Finishes::some);
 
     for (int question = 0; question < 3; ++question) {
       tp::Workload preemptor;
@@ -312,16 +323,7 @@ TEST_CASE("the C interface's queue plans what the library's plan_queue plans, ro
     const std::unique_ptr<tp_cluster, ClusterDeleter> cluster(tp_cluster_create());
     REQUIRE(tp_cluster_define_shape(cluster.get(), "dense_8gpu_server", 4, 2) == TP_OK);
     REQUIRE(tp_cluster_seal(cluster.get()) == TP_OK);
-    std::uint64_t id = 1;
-    for (int attempt = 0; attempt < 150; ++attempt) {
-      const tp::Workload w = random_workload(random, id, *topology);
-      const tp::PlacementSearchResult found = tp::find_placement(state, w);
-      if (!found.found) continue;
-      state.add(w, found.placement);
-      mirror_start(cluster.get(), w, found.placement, *topology);
-      ++id;
-    }
-    REQUIRE(state.size() > 10);
+    fill_both(random, state, cluster.get(), 150, Finishes::none);
 
     // Five preemptors of mixed sizes and priorities (two share a priority: ties go by id).
     std::vector<tp::Workload> pending;
