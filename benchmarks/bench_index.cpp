@@ -33,7 +33,7 @@
 #include "bench_timing.hpp"
 #include "scan_floors.hpp"
 #include "topopreempt/model/cluster_generator.hpp"
-#include "topopreempt/plan/incremental_decider.hpp"
+#include "topopreempt/decisions/incremental_decider.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/detail/preemption_context.hpp"
 #include "topopreempt/solvers/greedy.hpp"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "topopreempt/model/cluster_generator.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 
 namespace topopreempt_bench {
 

@@ -40,7 +40,7 @@
 
 #include "bench_timing.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "topopreempt/model/cluster_generator.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/plan/transaction.hpp"
-#include "topopreempt/plan/preemptor_queue.hpp"
+#include "topopreempt/decisions/preemptor_queue.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 
 namespace {

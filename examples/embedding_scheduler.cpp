@@ -18,11 +18,11 @@
 #include "topopreempt/model/allocation.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/model/placement_search.hpp"
-#include "topopreempt/plan/incremental_decider.hpp"
-#include "topopreempt/plan/preemptor_queue.hpp"
+#include "topopreempt/decisions/incremental_decider.hpp"
+#include "topopreempt/decisions/preemptor_queue.hpp"
 #include "topopreempt/plan/transaction.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 
 
 using namespace topopreempt;

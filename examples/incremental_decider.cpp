@@ -2,7 +2,7 @@
 // A scheduler cycle with IncrementalDecider: decide for one pending preemptor, let the cluster
 // change a little, decide again. The second decision re-reads only the domains whose version
 // changed, and its plan is the one a cold solve gives (docs/speed.md).
-#include "topopreempt/plan/incremental_decider.hpp"
+#include "topopreempt/decisions/incremental_decider.hpp"
 
 #include <cstdlib>
 #include <iostream>

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "topopreempt/baselines/kube_default.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/sim/sim.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"

@@ -17,7 +17,7 @@
 
 #include "common.hpp"
 #include "openb.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/sim/sim.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 

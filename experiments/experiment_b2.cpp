@@ -17,7 +17,7 @@
 #include "openb.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/sim/sim.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"

@@ -30,7 +30,7 @@
 #include "topopreempt/capacity/elastic_scaling.hpp"
 #include "topopreempt/capacity/loaning.hpp"
 #include "topopreempt/model_cache/model_cache.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/sim/sim.hpp"

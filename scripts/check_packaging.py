@@ -13,7 +13,11 @@
   SHA512; every conandata.yml source is that repository's v<version> tarball with a sha256;
 - pyproject.toml (the Python package) takes its version from CMakeLists.txt: `dynamic` version,
   scikit-build-core's regex provider over CMakeLists.txt, whose pattern yields the version;
-- README.md asks for the current version (find_package(topopreempt X.Y), topopreempt/X.Y.Z).
+- README.md asks for the current version (find_package(topopreempt X.Y), topopreempt/X.Y.Z);
+- the headers' folders form layers: a header under include/topopreempt/<folder>/ includes only
+  its own folder and those FOLDER_LAYERS lets it build on (plan/ never reaches up into solvers/:
+  the solvers return plans, and the decisions over time call the solvers); every folder is listed;
+- every forwarding header under compat/include/ includes a header that exists.
 
 Usage: python3 scripts/check_packaging.py [repo-root]
 """
@@ -30,6 +34,22 @@ ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().paren
 
 JSON_FILES = ["vcpkg.json", "ports/topopreempt/vcpkg.json", "CMakePresets.json"]
 PRESET_NAMES = {"dev", "release", "sanitize"}
+
+# What each folder of include/topopreempt/ may include besides itself (the umbrella header and
+# version.hpp sit at the top and may include anything). A folder missing here fails the check, so
+# that a new folder gets its place on purpose.
+FOLDER_LAYERS: dict[str, set[str]] = {
+    "model": set(),
+    "plan": {"model"},
+    "solvers": {"model", "plan"},
+    "decisions": {"model", "plan", "solvers"},
+    "baselines": {"model", "plan", "solvers"},
+    "capacity": {"model", "plan", "solvers"},
+    "model_cache": {"model", "plan", "solvers"},
+    "sim": {"model", "plan", "solvers"},
+    "io": {"model", "plan", "solvers"},
+}
+PROJECT_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]topopreempt/([^">]+)[">]', re.MULTILINE)
 
 
 class Checks:
@@ -243,6 +263,37 @@ def check_readme_versions(checks: Checks, truth: str) -> None:
                  f"found {sorted(references)}")
 
 
+def check_include_layers(checks: Checks, root: Path = ROOT) -> None:
+    headers = root / "include" / "topopreempt"
+    folders = sorted(p.name for p in headers.iterdir() if p.is_dir())
+    unknown = [f for f in folders if f not in FOLDER_LAYERS]
+    checks.check(not unknown, f"include/topopreempt/: {len(folders)} folders have a layer",
+                 f"no entry in FOLDER_LAYERS for {unknown}")
+    for folder in folders:
+        allowed = FOLDER_LAYERS.get(folder, set()) | {folder}
+        wrong = []
+        for header in sorted((headers / folder).rglob("*.hpp")):
+            text = header.read_text(encoding="utf-8")
+            for target in PROJECT_INCLUDE.findall(text):
+                if "/" in target and target.split("/", 1)[0] not in allowed:
+                    wrong.append(f"{header.relative_to(root)} includes topopreempt/{target}")
+        checks.check(not wrong, f"{folder}/ includes only {sorted(allowed)}", "; ".join(wrong))
+
+
+def check_forwarding_headers(checks: Checks, root: Path = ROOT) -> None:
+    compat = root / "compat" / "include"
+    missing = []
+    count = 0
+    for header in sorted(compat.rglob("*.hpp")):
+        count += 1
+        for target in PROJECT_INCLUDE.findall(header.read_text(encoding="utf-8")):
+            if not (root / "include" / "topopreempt" / target).is_file():
+                missing.append(f"{header.relative_to(root)} -> topopreempt/{target}")
+    checks.check(count > 0 and not missing,
+                 f"compat/include/: {count} forwarding headers name existing headers",
+                 "; ".join(missing) if missing else "none found")
+
+
 def main() -> int:
     checks = Checks()
 
@@ -287,6 +338,10 @@ def main() -> int:
         unknown = sorted(names - declared)
         checks.check(not unknown, f"{where}: {len(names)} TOPOPREEMPT_* variables are declared",
                      f"not declared in CMake: {unknown}")
+
+    print("Headers:")
+    check_include_layers(checks)
+    check_forwarding_headers(checks)
 
     print(f"check_packaging: {checks.passed} passed, {checks.failed} failed")
     return 1 if checks.failed else 0

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The 0.4 include paths and paper-named namespaces still compile in the 0.5 series (deprecated
-// forwarding headers under compat/include/). Its own executable: it includes the forwarding
-// headers, which nothing else in the repository may use.
+// The 0.4 include paths and paper-named namespaces still compile in the 0.5 series, and the 0.5
+// paths of the headers that moved since (decisions/, model/cost_model.hpp) in the 0.6 series
+// (deprecated forwarding headers under compat/include/). Its own executable: it includes the
+// forwarding headers, which nothing else in the repository may use.
 #define TOPOPREEMPT_NO_DEPRECATED_HEADER_MESSAGES
 #include "topopreempt/allocation.hpp"
 #include "topopreempt/aryl.hpp"
@@ -23,6 +24,10 @@
 #include "topopreempt/solvers/branch_and_bound.hpp"  // a 0.4 path that did not move
 #include "topopreempt/topology.hpp"
 #include "topopreempt/workload.hpp"
+// The 0.5 paths of headers that moved in 0.6.
+#include "topopreempt/plan/incremental_decider.hpp"
+#include "topopreempt/plan/preemptor_queue.hpp"
+#include "topopreempt/solvers/cost_model.hpp"
 
 #include <cstdio>
 #include <memory>

@@ -14,7 +14,7 @@
 #include "topopreempt/model/allocation.hpp"
 #include "topopreempt/capacity/elastic_scaling.hpp"
 #include "topopreempt/capacity/loaning.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 
 using namespace topopreempt;
 

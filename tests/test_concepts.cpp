@@ -12,7 +12,7 @@
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
 #include "topopreempt/model/capacity_view.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/solvers/preemption_solver.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"

@@ -17,7 +17,7 @@
 #include "topopreempt/model/allocation.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/plan/verifier.hpp"

@@ -31,7 +31,7 @@
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/solvers/detail/preemption_context.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"

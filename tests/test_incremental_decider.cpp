@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "topopreempt/model/cluster_generator.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
-#include "topopreempt/plan/incremental_decider.hpp"
+#include "topopreempt/model/cost_model.hpp"
+#include "topopreempt/decisions/incremental_decider.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"

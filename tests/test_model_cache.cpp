@@ -12,7 +12,7 @@
 
 #include "topopreempt/model/allocation.hpp"
 #include "topopreempt/model_cache/model_cache.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 
 using namespace topopreempt;

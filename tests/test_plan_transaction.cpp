@@ -20,7 +20,7 @@
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
 #include "topopreempt/model/cluster_generator.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/plan/transaction.hpp"
 #include "topopreempt/plan/verifier.hpp"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/plan/verifier.hpp"

@@ -19,7 +19,7 @@
 #include "topopreempt/model/cluster_generator.hpp"
 #include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/solvers/detail/preemption_context.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"

@@ -11,11 +11,11 @@
 
 #include "support.hpp"
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/plan/transaction.hpp"
 #include "topopreempt/plan/verifier.hpp"
-#include "topopreempt/plan/preemptor_queue.hpp"
+#include "topopreempt/decisions/preemptor_queue.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"

@@ -11,7 +11,7 @@
 
 #include "support.hpp"
 #include "topopreempt/capacity/loaning.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/sim/sim.hpp"

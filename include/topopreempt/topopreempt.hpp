@@ -4,13 +4,16 @@
 /// Umbrella header: every public header of topopreempt except the optional JSON I/O
 /// (`topopreempt/io/`, which needs nlohmann_json) and the simulator (`topopreempt/sim/sim.hpp`).
 ///
-/// The folders are the table of contents:
+/// The folders are the table of contents; a folder's headers include only its own folder and
+/// those above it in the table (`scripts/check_packaging.py` checks it):
 /// | folder         | what it holds                                                              |
 /// |----------------|----------------------------------------------------------------------------|
 /// | `model/`       | resources, topology, machine shapes, workloads, placements, the cluster     |
-/// |                | state (`Allocation`, its index and versions), placement search, generator  |
-/// | `solvers/`     | the `PreemptionSolver` concept, cost models, greedy, knapsack, B&B          |
-/// | `plan/`        | the plan, its verifier, transactions, the preemptor queue, the decider      |
+/// |                | state (`Allocation`, its index and versions), placement search, generator, |
+/// |                | cost models                                                                |
+/// | `plan/`        | the plan, its verifier, transactions                                       |
+/// | `solvers/`     | the `PreemptionSolver` concept, greedy, knapsack, B&B                       |
+/// | `decisions/`   | decisions over time: the preemptor queue, the incremental decider          |
 /// | `baselines/`   | Kubernetes DefaultPreemption and the paper's exhaustive subset search      |
 /// | `capacity/`    | capacity loaning (server reclaim) and elastic scaling                       |
 /// | `model_cache/` | GPU memory as a model cache: placement and eviction cost                    |
@@ -28,18 +31,19 @@
 #include "topopreempt/model/capacity_view.hpp"
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/model/cluster_generator.hpp"
+#include "topopreempt/model/cost_model.hpp"
 
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/plan/preemption_plan.hpp"
+#include "topopreempt/plan/verifier.hpp"
+#include "topopreempt/plan/transaction.hpp"
+
 #include "topopreempt/solvers/preemption_solver.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 
-#include "topopreempt/plan/preemption_plan.hpp"
-#include "topopreempt/plan/verifier.hpp"
-#include "topopreempt/plan/transaction.hpp"
-#include "topopreempt/plan/preemptor_queue.hpp"
-#include "topopreempt/plan/incremental_decider.hpp"
+#include "topopreempt/decisions/preemptor_queue.hpp"
+#include "topopreempt/decisions/incremental_decider.hpp"
 
 #include "topopreempt/baselines/kube_default.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"

@@ -12,7 +12,7 @@
 #include <chrono>
 
 #include "common.hpp"
-#include "topopreempt/plan/preemptor_queue.hpp"
+#include "topopreempt/decisions/preemptor_queue.hpp"
 #include "topopreempt/plan/transaction.hpp"
 #include "topopreempt/plan/verifier.hpp"
 

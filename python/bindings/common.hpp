@@ -19,7 +19,7 @@
 #include "topopreempt/model/allocation.hpp"
 #include "topopreempt/model/workload.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 
 namespace topopreempt::python {
 

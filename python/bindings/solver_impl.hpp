@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "common.hpp"
-#include "topopreempt/plan/incremental_decider.hpp"
+#include "topopreempt/decisions/incremental_decider.hpp"
 #include "topopreempt/solvers/preemption_solver.hpp"
 
 namespace topopreempt::python {

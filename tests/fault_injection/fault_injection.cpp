@@ -26,7 +26,7 @@
 
 #include "topopreempt/model/allocation.hpp"
 #include "topopreempt/model/machine_shapes.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/plan/transaction.hpp"
 #include "topopreempt/solvers/greedy.hpp"

@@ -23,7 +23,7 @@
 #include "../state_fingerprint.hpp"
 #include "topopreempt/baselines/exhaustive_subsets.hpp"
 #include "topopreempt/baselines/kube_default.hpp"
-#include "topopreempt/plan/incremental_decider.hpp"
+#include "topopreempt/decisions/incremental_decider.hpp"
 #include "topopreempt/io/snapshot.hpp"
 #include "topopreempt/plan/transaction.hpp"
 #include "topopreempt/plan/verifier.hpp"

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 /// @file cost_model.hpp
-/// Deprecated forwarding header, kept for the 0.5 series only: include topopreempt/solvers/cost_model.hpp.
+/// Deprecated forwarding header, kept for the 0.5 series only: include topopreempt/model/cost_model.hpp.
 /// Define TOPOPREEMPT_NO_DEPRECATED_HEADER_MESSAGES to silence the message.
 
 #ifndef TOPOPREEMPT_NO_DEPRECATED_HEADER_MESSAGES
-#pragma message("topopreempt/cost_model.hpp is deprecated and goes in 0.6: include topopreempt/solvers/cost_model.hpp")
+#pragma message("topopreempt/cost_model.hpp is deprecated and goes in 0.6: include topopreempt/model/cost_model.hpp")
 #endif
 
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"

@@ -24,7 +24,7 @@
 #include "topopreempt/model/allocation.hpp"
 #include "topopreempt/baselines/detail/common.hpp"
 #include "topopreempt/model/capacity_view.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/plan/detail/dependencies.hpp"
 #include "topopreempt/model/placement.hpp"
 #include "topopreempt/model/placement_search.hpp"

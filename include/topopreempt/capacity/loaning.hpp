@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
 #include "topopreempt/model/topology.hpp"
 #include "topopreempt/model/workload.hpp"

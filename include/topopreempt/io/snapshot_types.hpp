@@ -39,7 +39,7 @@
 #include "topopreempt/model/topology.hpp"
 #include "topopreempt/model/workload.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 
 namespace topopreempt::io {
 

@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/resources.hpp"
 #include "topopreempt/model/topology.hpp"
 #include "topopreempt/model/workload.hpp"

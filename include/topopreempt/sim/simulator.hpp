@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
 #include "topopreempt/solvers/preemption_solver.hpp"

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/solvers/detail/preemption_context.hpp"
 #include "topopreempt/solvers/detail/covering_root_bound.hpp"
 #include "topopreempt/solvers/detail/device_emptying_bound.hpp"

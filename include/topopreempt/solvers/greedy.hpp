@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/solvers/detail/preemption_context.hpp"
 #include "topopreempt/solvers/detail/unit_slot_bound.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"

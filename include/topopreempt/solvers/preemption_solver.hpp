@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
 #include "topopreempt/model/workload.hpp"
 

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-// Only the umbrella header (it includes plan/incremental_decider.hpp): the C ABI is a client
+// Only the umbrella header (it includes decisions/incremental_decider.hpp): the C ABI is a client
 // of the public API.
 #include "topopreempt/topopreempt.hpp"
 #include "topopreempt_c.h"

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/plan/verifier.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/greedy.hpp"

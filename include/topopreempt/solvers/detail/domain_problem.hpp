@@ -21,7 +21,7 @@
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/plan/detail/dependencies.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 
 namespace topopreempt::detail {
 

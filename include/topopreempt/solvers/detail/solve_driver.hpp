@@ -118,114 +118,100 @@ template <class T>
                                          tail.begin());
 }
 
-/// The driver every solver shares: checks "fits already", then per tier screens every target
-/// domain from aggregates (capacity, and the preemption index: can evicting every eligible
-/// victim free enough?), and takes domains in ascending lower-bound order: an unread domain
-/// (bound: the model's declared price floor, see `PriceFloorModel`) is read (scanned: victims
-/// and fractional bound) and goes back with its scan bound; a read one is searched. Once the
-/// least bound left cannot beat the best plan, the rest is pruned, most of it never read.
-/// Tiers are taken tightest first; the first tier with a plan wins. `limits.full_scan` reads
-/// every domain first (the path before the index). `cache` (optional) keeps scan results
-/// across decisions of one preemptor class and cost model (`IncrementalDecider`).
+/// What the tiers of one solve share: the decision's inputs and deadline, and what every tier
+/// adds to (statistics, the log of rejected domains, downgrades).
 template <CostModel Model, DomainSearch Search>
-PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
-                          const Workload& preemptor, const Model& model, const Search& search,
-                          SearchLimits limits, ScanCache* cache = nullptr) {
-  const auto start = Clock::now();
-  DeadlineWatch deadline(deadline_after(start, limits.time_limit));
-  PreemptionContext<Model> context(state, preemptor, model);
-  SolverStatistics statistics;
-  const auto finish = [&](PreemptionPlan plan) {
-    plan.statistics.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    record_dependencies(state, preemptor, plan);  // what a later commit checks
-    return plan;
-  };
+struct SolveRun {
+  const Allocation& state;
+  PreemptionContext<Model>& context;
+  const Search& search;
+  SearchLimits limits;
+  ScanCache* cache;  ///< optional: scan results kept across decisions (`IncrementalDecider`)
+  DeadlineWatch& deadline;
+  SolverStatistics& statistics;
+  RejectionLog& log;
+  std::vector<Downgrade>& downgrades;  ///< every tier's, in search order
+  /// Every domain costs at least the model's declared price floor: the preemptor fits nowhere
+  /// as things stand, so each plan evicts or shrinks at least one victim.
+  double floor;
+  double grid;  ///< the model's declared cost grid: bounds are rounded up onto it
+};
+
+/// Phase "fits already": a plan without victims when the preemptor fits as things stand, so
+/// that no tier is screened for a decision that needs none.
+template <CostModel Model>
+[[nodiscard]] std::optional<PreemptionPlan> plan_if_fits_already(
+    std::string_view solver, const Allocation& state, const PreemptionContext<Model>& context,
+    const SolverStatistics& statistics) {
   // The idle-device index answers this without reading every domain, cold or warm: the
   // decider asks it afresh too (it is faster than re-examining what the change log lists).
   const PlacementSearchResult now = find_placement(state, context.demand());
-  if (now.found) {
-    return finish(context.make_plan_without_victims(solver, PlanStatus::no_preemption_needed, &now,
-                                                    statistics, {}, 0));
-  }
-  RejectionLog log;
-  std::vector<Downgrade> downgrades;  // every tier's, in search order
-  bool unproven = false;  // an earlier tier ended at a limit without proving it has no plan
-  // Whether the last tier taken was proven to hold no plan. Tiers go from tightest to loosest,
-  // and the last one relaxes every other (its levels are the loosest of each scope), so its
-  // proof alone makes the answer `infeasible`; without it the answer is `unknown`.
-  bool loosest_proven_empty = true;
-  // Every domain costs at least the model's declared price floor: the preemptor fits nowhere
-  // as things stand, so each plan evicts or shrinks at least one victim.
-  const double floor = context.price_floor();
-  const double grid = context.cost_grid();
-  if (cache != nullptr) cache->keep_bounds_for(floor, grid);
-  for (std::size_t tier_index = 0; tier_index < context.tiers().size(); ++tier_index) {
-    const Tier& tier = context.tiers()[tier_index];
-    // A candidate domain, keyed by a lower bound on its cost: for a read one its scan bound
-    // (or the index bound if larger), for an unread one the index bound of a priced model
-    // (`IndexPricedModel`) when it exceeds the price floor; or a group of unread targets (a
-    // domain above them, `members` > 0) keyed by the group's index bound, which bounds all of
-    // them (`group_price_bound`).
-    struct Candidate {
-      double bound;
-      DomainId target;
-      bool read = true;
-      std::size_t members = 0;
-      /// Unread, its per-host index bound not yet taken (`per_host_index_bound`, O(hosts)):
-      /// taken when it comes up, and most never do.
-      bool refine = false;
-    };
-    std::vector<Candidate> candidates;  // a heap of read domains and of unread priced ones
-    std::size_t groups = 0;             // group candidates in the heap
-    std::size_t grouped_targets = 0;    // targets they hold
-    // Unread candidates, ascending id. Their bound is the price floor, so taken cheapest
-    // bound first they come in id order: a cursor replaces a heap.
-    std::vector<DomainId> unread;
-    std::size_t cursor = 0;
-    DomainProblem problem;
-    ScanWorkspace workspace;
-    std::vector<DomainId> batch;
-    bool skipped_at_deadline = false;  // targets left unread by the time limit
-    const auto keep = [&](DomainId target) {
-      // Past the deadline, targets are read only until one can be searched: the rest stays
-      // unread, and nothing is proven about it.
-      if (!candidates.empty() && deadline.expired()) {
-        skipped_at_deadline = true;
-        return false;
-      }
-      ++statistics.domains_considered;
-      if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
-        ++statistics.domains_pruned;
-        log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
-        return false;
-      }
-      return true;
-    };
-    // A min-heap by (bound, id): usually only the first few domains are searched before the
-    // bound closes the rest, so a full sort would be wasted.
-    const auto later = [](const Candidate& a, const Candidate& b) {
-      return a.bound > b.bound || (a.bound == b.bound && a.target > b.target);
-    };
-    const auto emit = [&](DomainId target, const ScanResult& result) {
-      statistics.victims_considered += result.victims;
-      if (result.shortfall) {
-        ++statistics.domains_pruned;
-        log.scanned({target, Rejection::Kind::hopeless, *result.shortfall, 0.0, 0.0, {}});
-        return;
-      }
-      candidates.push_back({limits.full_scan
-                                ? on_grid(result.bound, grid)
-                                : std::max(context.index_price_bound_cached(
-                                               tier_index, tier, target, floor, grid, true, cache),
-                                           on_grid(result.bound, grid)),
-                            target});
-      if (!limits.full_scan) std::push_heap(candidates.begin(), candidates.end(), later);
-    };
+  if (!now.found) return std::nullopt;
+  return context.make_plan_without_victims(solver, PlanStatus::no_preemption_needed, &now,
+                                           statistics, {}, 0);
+}
+
+/// The search of one tier, in the phases `solve_with` runs in order:
+/// 1. `order_candidates`: every target domain of the tier becomes a candidate keyed by a lower
+///    bound on its cost, most of them unread (or in a group that bounds them all);
+/// 2. `search_domains`: candidates are taken in ascending bound. A group opens into its members
+///    (`open_group`), an unread domain is read (`admit`, `read_next`, `read_from_heap`: its scan
+///    bound puts it back), a read one is searched (`search_domain`); once the least bound left
+///    cannot beat the best plan, the rest is pruned at once (`prune_rest`);
+/// 3. `make_plan`: the tier's best domain becomes the plan, `optimal` only if nothing left open
+///    could undercut it.
+/// Apart because each phase then reads on its own (and can be tested on its own); the state
+/// they share is what one tier's search keeps between candidates. Members are named as the
+/// phases use them.
+template <CostModel Model, DomainSearch Search>
+struct TierSearch {
+  /// A candidate domain, keyed by a lower bound on its cost: for a read one its scan bound
+  /// (or the index bound if larger), for an unread one the index bound of a priced model
+  /// (`IndexPricedModel`) when it exceeds the price floor; or a group of unread targets (a
+  /// domain above them, `members` > 0) keyed by the group's index bound, which bounds all of
+  /// them (`group_price_bound`).
+  struct Candidate {
+    double bound;  ///< a lower bound on the cost of any plan in it
+    DomainId target;  ///< the target domain (a group's domain when `members` > 0)
+    bool read = true;  ///< scanned: victims known, the bound is the scan bound
+    std::size_t members = 0;  ///< a group: the tier's targets it holds
+    /// Unread, its per-host index bound not yet taken (`per_host_index_bound`, O(hosts)):
+    /// taken when it comes up, and most never do.
+    bool refine = false;
+  };
+
+  /// The heap's order, a min-heap by (bound, id): usually only the first few domains are
+  /// searched before the bound closes the rest, so a full sort would be wasted.
+  static constexpr auto later = [](const Candidate& a, const Candidate& b) {
+    return a.bound > b.bound || (a.bound == b.bound && a.target > b.target);
+  };
+
+  TierSearch(const SolveRun<Model, Search>& run, std::size_t tier_index)
+      : state(run.state),
+        context(run.context),
+        search(run.search),
+        limits(run.limits),
+        cache(run.cache),
+        deadline(run.deadline),
+        statistics(run.statistics),
+        log(run.log),
+        downgrades(run.downgrades),
+        floor(run.floor),
+        grid(run.grid),
+        tier_index(tier_index),
+        tier(run.context.tiers()[tier_index]),
+        host_level(run.context.topology().host_level()) {}
+
+  /// Phase "candidate order": fills the heap (and the unread list) that `search_domains` takes
+  /// from, reading as little as possible: under the full scan every domain is read first, under
+  /// a priced model one group (the root) holds every target, else the targets wait unread, in
+  /// ascending id.
+  void order_candidates() {
     if (limits.full_scan) {
       // The path before the index: read every candidate domain first.
-      context.for_each_batch(tier, batch, keep, [&](std::span<const DomainId> targets) {
-        context.scan_batch_cached(tier_index, tier, targets, workspace, cache, emit);
-      });
+      context.for_each_batch(
+          tier, batch, [&](DomainId target) { return keep(target); },
+          [&](std::span<const DomainId> targets) { scan(targets); });
     } else if (context.grouped(tier)) {
       // Priced, and targets lie at or below the host level: one group, the root, holds them
       // all. Taken by its bound, a group opens into the groups a level down, then into its
@@ -249,129 +235,16 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
       unread.assign(targets.begin(), targets.end());
       statistics.domains_considered += targets.size();
     }
-    bool cut_short = false;  // the deadline left domains of this tier unscanned or unsearched
-    std::size_t searched_here = 0;
-    // A searched domain that found no plan without proving that none exists (a limit stopped
-    // its search): the tier is not proven empty.
-    bool search_unproven = false;
     if (skipped_at_deadline) {
       cut_short = true;
       statistics.limit_reached = true;
     }
     std::make_heap(candidates.begin(), candidates.end(), later);
-    double best_cost = std::numeric_limits<double>::infinity();
-    std::optional<DomainProblem> best_problem;
-    DomainOutcome best;
-    double open_bound = std::numeric_limits<double>::infinity();  // least bound left unclosed
-    const LevelIndex host_level = context.topology().host_level();
-    // Admits unread targets that share one host (or a single target): the index rejects
-    // hopeless ones unread; a priced one whose bound (at least `lower`, its group's) exceeds
-    // the floor, or whose per-host bound is still to be taken, waits in the heap for its turn
-    // (most never come); the rest are read now, in one pass over the host's occupants, as the
-    // full scan does.
-    const auto admit = [&](std::span<const DomainId> targets, double lower) {
-      batch.clear();
-      for (const DomainId target : targets) {
-        if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
-          ++statistics.domains_pruned;
-          log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
-        } else if (auto shortfall =
-                       context.index_shortfall_cached(tier_index, tier, target, cache)) {
-          ++statistics.domains_pruned;
-          log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
-        } else {
-          const double bound =
-              std::max(lower, context.index_price_bound_cached(tier_index, tier, target, floor,
-                                                               grid, false, cache));
-          const bool refine = context.per_host_bound_applies(tier, target);
-          if (bound > floor || refine) {
-            candidates.push_back({bound, target, false, 0, refine});
-            std::push_heap(candidates.begin(), candidates.end(), later);
-          } else {
-            batch.push_back(target);
-          }
-        }
-      }
-      if (!batch.empty()) {
-        context.scan_batch_cached(tier_index, tier, std::span<const DomainId>(batch), workspace,
-                                  cache, emit);
-      }
-    };
-    // Reads the next unread candidates: the one at the cursor, with the following ones on the
-    // same host when targets lie below the host level.
-    std::vector<DomainId> same_host;
-    const auto read_next = [&] {
-      same_host.clear();
-      const DomainId first = unread[cursor];
-      const DomainId host = tier.target_level > host_level
-                                ? context.topology().ancestor_at(first, host_level)
-                                : DomainId{};
-      do {
-        same_host.push_back(unread[cursor++]);
-      } while (host.valid() && cursor < unread.size() &&
-               context.topology().ancestor_at(unread[cursor], host_level) == host);
-      admit(std::span<const DomainId>(same_host), floor);
-    };
-    // The targets of `tier` inside `group`, ascending id.
-    const auto members_of = [&](DomainId group) {
-      const auto all = context.targets(tier);
-      const auto first = std::lower_bound(all.begin(), all.end(), group);
-      const auto last = std::lower_bound(first, all.end(), context.topology().subtree_end(group));
-      return all.subspan(static_cast<std::size_t>(first - all.begin()),
-                         static_cast<std::size_t>(last - first));
-    };
-    // Opens a group: into the groups one level down while those still lie above the targets
-    // and at or above the host level, else into its targets (each host's admitted together).
-    // `for_listing`: only to name pruned targets (bounds, no checks, nothing logged).
-    const auto open_group = [&](const Candidate& group, bool for_listing) {
-      --groups;
-      grouped_targets -= group.members;
-      const Topology& topology = context.topology();
-      const LevelIndex level = topology.level(group.target);
-      const auto members = members_of(group.target);
-      if (level < host_level && level + 1 < tier.target_level) {
-        const auto children = topology.domains_at(level + 1, group.target);
-        // Children come in pre-order, so each one's members are the run of the group's that
-        // starts where the previous child's ended: found by galloping from there, not by two
-        // searches over every target of the tier. Their bands lie far apart in memory, and on
-        // a large cluster reading them is most of a group's opening: fetched ahead.
-        std::size_t first = 0;
-        for_each_prefetching_bands(state, children, [&](std::size_t i) {
-          const DomainId child = children[i];
-          const std::size_t last =
-              gallop_lower_bound(members, first, topology.subtree_end(child));
-          const std::size_t count = last - first;
-          first = last;
-          if (count == 0) return;
-          candidates.push_back(
-              {std::max(group.bound, context.group_price_bound_cached(tier_index, tier, child,
-                                                                      floor, grid, cache)),
-               child, false, count});
-          std::push_heap(candidates.begin(), candidates.end(), later);
-          ++groups;
-          grouped_targets += count;
-        });
-        return;
-      }
-      if (for_listing) {
-        for (const DomainId target : members) {
-          candidates.push_back(
-              {std::max(group.bound, context.index_price_bound_cached(tier_index, tier, target,
-                                                                      floor, grid, true, cache)),
-               target, false});
-          std::push_heap(candidates.begin(), candidates.end(), later);
-        }
-        return;
-      }
-      statistics.domains_considered += members.size();
-      if (level >= host_level) {
-        admit(members, group.bound);  // all on one host
-      } else {
-        // Targets far apart in memory: those at the host level have their bands fetched ahead.
-        for_each_prefetching_bands(
-            state, members, [&](std::size_t i) { admit(members.subspan(i, 1), group.bound); });
-      }
-    };
+  }
+
+  /// Phase "per-domain search" as a whole: takes candidates in ascending bound until the least
+  /// bound left cannot beat the best plan, or the deadline ends the tier.
+  void search_domains() {
     while (!candidates.empty() || cursor < unread.size()) {
       const std::size_t live =
           candidates.size() - groups + grouped_targets + (unread.size() - cursor);
@@ -382,40 +255,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
                    candidates.empty() ? std::numeric_limits<double>::infinity()
                                       : candidates.front().bound);
       if (least >= best_cost) {  // exact: see docs/costs.md
-        // Every domain left has a bound at least this large: all are pruned at once, the
-        // closest read ones listed first, then unread ones.
-        statistics.domains_pruned += live;
-        statistics.domains_considered += grouped_targets;  // pruned whole, by their group
-        std::size_t listed = 0;
-        while (!candidates.empty() && log.wants_more()) {
-          std::pop_heap(candidates.begin(), candidates.end(), later);
-          if (candidates.back().members > 0) {
-            const Candidate group = candidates.back();
-            candidates.pop_back();
-            open_group(group, true);
-            continue;
-          }
-          log.searched(
-              {candidates.back().target,
-               candidates.back().read ? Rejection::Kind::bound : Rejection::Kind::bound_unread,
-               {},
-               candidates.back().bound,
-               best_cost,
-               {}});
-          candidates.pop_back();
-          ++listed;
-        }
-        for (std::size_t shown = 0;
-             shown < max_listed_verdicts && cursor < unread.size() && log.wants_more(); ++shown) {
-          const DomainId target = unread[cursor++];
-          if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
-            log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
-          } else {
-            log.searched({target, Rejection::Kind::bound_unread, {}, floor, best_cost, {}});
-          }
-          ++listed;
-        }
-        log.count_unlisted(live - listed);
+        prune_rest(live);
         break;
       }
       // Past the deadline, domains are still searched, most promising first, until one yields
@@ -448,101 +288,410 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
         continue;
       }
       if (item.refine) {
-        // Its per-host index bound, deferred until now: back in by it if it is larger, else
-        // on as if it had been taken at once (the same order either way).
-        const double refined =
-            std::max(item.bound, context.per_host_index_bound_cached(tier_index, tier,
-                                                                     item.target, floor, grid,
-                                                                     cache));
-        if (refined > item.bound || refined > floor) {
-          candidates.push_back({refined, item.target, false});
-          std::push_heap(candidates.begin(), candidates.end(), later);
-        } else {
-          batch.assign(1, item.target);  // at the floor: read now, as `admit` would have
-          context.scan_batch_cached(tier_index, tier, std::span<const DomainId>(batch),
-                                    workspace, cache, emit);
-        }
+        refine(item);
         continue;
       }
       if (!item.read) {
-        // Its index bound can still win: read it, with the next unread ones of its host at the
-        // top of the heap (one pass over the host's occupants), and let them back in by their
-        // scan bounds.
-        batch.assign(1, item.target);
-        if (tier.target_level > host_level) {
-          const DomainId host = context.topology().ancestor_at(item.target, host_level);
-          while (!candidates.empty() && !candidates.front().read &&
-                 candidates.front().members == 0 && !candidates.front().refine &&
-                 candidates.front().bound < best_cost &&
-                 context.topology().ancestor_at(candidates.front().target, host_level) == host) {
-            std::pop_heap(candidates.begin(), candidates.end(), later);
-            batch.push_back(candidates.back().target);
-            candidates.pop_back();
-          }
-          std::sort(batch.begin(), batch.end());  // a batch is in ascending pre-order
-        }
-        context.scan_batch_cached(tier_index, tier, std::span<const DomainId>(batch), workspace,
-                                  cache, emit);
+        read_from_heap(item);
         continue;
       }
-      // The last cheap proof before a search in depth: too few hosts for the gang even with
-      // every eligible victim gone (what an exhaustive search would otherwise prove slowly).
-      if (auto shortfall = context.host_count_shortfall(tier, item.target)) {
+      search_domain(item, live);
+    }
+  }
+
+  /// Whether the tier yielded a plan (`make_plan` may be called).
+  [[nodiscard]] bool found() const noexcept { return best_problem.has_value(); }
+
+  /// Whether the tier was proven to hold no plan: nothing was cut short by the deadline and
+  /// every search that found nothing proved it.
+  [[nodiscard]] bool proven_empty() const noexcept { return !cut_short && !search_unproven; }
+
+  /// Phase "plan assembly": the tier's best domain as the plan. `unproven`: an earlier tier
+  /// ended at a limit without proving it has no plan, so this one cannot be claimed optimal.
+  [[nodiscard]] PreemptionPlan make_plan(std::string_view solver, bool unproven) const {
+    // Proven when nothing left open (other domains' bounds, and this domain's own bound for
+    // an inexact search) could undercut the winner.
+    const bool proven = !unproven && !cut_short &&
+                        (best.exact || best.lower_bound >= best_cost) && open_bound >= best_cost;
+    const double bound =
+        std::min({best.exact ? best_cost : best.lower_bound, open_bound, best_cost});
+    return context.make_plan(solver, *best_problem, best,
+                             proven ? PlanStatus::optimal : PlanStatus::feasible,
+                             proven ? best_cost : bound, statistics, log.verdicts(context),
+                             log.total());
+  }
+
+  // --- Reading candidates: what enters the heap, and how unread domains get read ------------
+
+  /// Whether the full scan reads `target`: not past the deadline, and not too small.
+  bool keep(DomainId target) {
+    // Past the deadline, targets are read only until one can be searched: the rest stays
+    // unread, and nothing is proven about it.
+    if (!candidates.empty() && deadline.expired()) {
+      skipped_at_deadline = true;
+      return false;
+    }
+    ++statistics.domains_considered;
+    if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
+      ++statistics.domains_pruned;
+      log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
+      return false;
+    }
+    return true;
+  }
+
+  /// A read domain enters the heap by its scan bound (or its index bound if larger), unless
+  /// the scan proved it hopeless.
+  void emit(DomainId target, const ScanResult& result) {
+    statistics.victims_considered += result.victims;
+    if (result.shortfall) {
+      ++statistics.domains_pruned;
+      log.scanned({target, Rejection::Kind::hopeless, *result.shortfall, 0.0, 0.0, {}});
+      return;
+    }
+    candidates.push_back({limits.full_scan
+                              ? on_grid(result.bound, grid)
+                              : std::max(context.index_price_bound_cached(
+                                             tier_index, tier, target, floor, grid, true, cache),
+                                         on_grid(result.bound, grid)),
+                          target});
+    if (!limits.full_scan) std::push_heap(candidates.begin(), candidates.end(), later);
+  }
+
+  /// Reads `targets` in one batch, each result through `emit`.
+  void scan(std::span<const DomainId> targets) {
+    context.scan_batch_cached(tier_index, tier, targets, workspace, cache,
+                              [&](DomainId target, const ScanResult& result) {
+                                emit(target, result);
+                              });
+  }
+
+  /// Admits unread targets that share one host (or a single target): the index rejects
+  /// hopeless ones unread; a priced one whose bound (at least `lower`, its group's) exceeds
+  /// the floor, or whose per-host bound is still to be taken, waits in the heap for its turn
+  /// (most never come); the rest are read now, in one pass over the host's occupants, as the
+  /// full scan does.
+  void admit(std::span<const DomainId> targets, double lower) {
+    batch.clear();
+    for (const DomainId target : targets) {
+      if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
         ++statistics.domains_pruned;
-        log.scanned({item.target, Rejection::Kind::too_few_hosts, *shortfall, 0.0, 0.0, {}});
-        continue;
-      }
-      (void)context.build_problem(tier, item.target, problem);
-      ++statistics.domains_solved;
-      ++searched_here;
-      SearchLimits domain_limits = limits;
-      domain_limits.domains_left = live;
-      DomainOutcome outcome = search.search(state, problem, best_cost, domain_limits, statistics);
-      if (outcome.limit_reached) statistics.limit_reached = true;
-      if (outcome.downgrade) downgrades.push_back({item.target, *outcome.downgrade, outcome.note});
-      if (!outcome.exact)
-        open_bound = std::min(open_bound, std::max(outcome.lower_bound, item.bound));
-      if (outcome.found && outcome.cost < best_cost) {
-        if (best_problem) {
-          log.searched({best_problem->target,
-                        Rejection::Kind::costlier,
-                        {},
-                        best.cost,
-                        outcome.cost,
-                        best.note});
-        }
-        best_cost = outcome.cost;
-        best = std::move(outcome);
-        // Swapped, not copied: `problem` is rebuilt before its next use, and takes over the
-        // old winner's buffers.
-        if (best_problem) {
-          std::swap(*best_problem, problem);
-        } else {
-          best_problem.emplace(std::move(problem));
-        }
-      } else if (outcome.found) {
-        log.searched(
-            {item.target, Rejection::Kind::costlier, {}, outcome.cost, best_cost, outcome.note});
+        log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
+      } else if (auto shortfall = context.index_shortfall_cached(tier_index, tier, target, cache)) {
+        ++statistics.domains_pruned;
+        log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
       } else {
-        if (!outcome.exact) search_unproven = true;
-        log.searched({item.target, Rejection::Kind::no_better, {}, 0.0, best_cost, outcome.note});
+        const double bound =
+            std::max(lower, context.index_price_bound_cached(tier_index, tier, target, floor,
+                                                             grid, false, cache));
+        const bool refine = context.per_host_bound_applies(tier, target);
+        if (bound > floor || refine) {
+          candidates.push_back({bound, target, false, 0, refine});
+          std::push_heap(candidates.begin(), candidates.end(), later);
+        } else {
+          batch.push_back(target);
+        }
       }
     }
-    if (best_problem) {
-      // Proven when nothing left open (other domains' bounds, and this domain's own bound for
-      // an inexact search) could undercut the winner.
-      const bool proven = !unproven && !cut_short &&
-                          (best.exact || best.lower_bound >= best_cost) && open_bound >= best_cost;
-      const double bound =
-          std::min({best.exact ? best_cost : best.lower_bound, open_bound, best_cost});
-      PreemptionPlan plan = context.make_plan(
-          solver, *best_problem, best, proven ? PlanStatus::optimal : PlanStatus::feasible,
-          proven ? best_cost : bound, statistics, log.verdicts(context), log.total());
+    if (!batch.empty()) scan(std::span<const DomainId>(batch));
+  }
+
+  /// Reads the next unread candidates: the one at the cursor, with the following ones on the
+  /// same host when targets lie below the host level.
+  void read_next() {
+    same_host.clear();
+    const DomainId first = unread[cursor];
+    const DomainId host = tier.target_level > host_level
+                              ? context.topology().ancestor_at(first, host_level)
+                              : DomainId{};
+    do {
+      same_host.push_back(unread[cursor++]);
+    } while (host.valid() && cursor < unread.size() &&
+             context.topology().ancestor_at(unread[cursor], host_level) == host);
+    admit(std::span<const DomainId>(same_host), floor);
+  }
+
+  /// An unread candidate whose per-host index bound was deferred until it came up.
+  void refine(const Candidate& item) {
+    // Its per-host index bound, deferred until now: back in by it if it is larger, else
+    // on as if it had been taken at once (the same order either way).
+    const double refined =
+        std::max(item.bound, context.per_host_index_bound_cached(tier_index, tier, item.target,
+                                                                 floor, grid, cache));
+    if (refined > item.bound || refined > floor) {
+      candidates.push_back({refined, item.target, false});
+      std::push_heap(candidates.begin(), candidates.end(), later);
+    } else {
+      batch.assign(1, item.target);  // at the floor: read now, as `admit` would have
+      scan(std::span<const DomainId>(batch));
+    }
+  }
+
+  /// An unread candidate from the heap whose index bound can still win.
+  void read_from_heap(const Candidate& item) {
+    // Its index bound can still win: read it, with the next unread ones of its host at the
+    // top of the heap (one pass over the host's occupants), and let them back in by their
+    // scan bounds.
+    batch.assign(1, item.target);
+    if (tier.target_level > host_level) {
+      const DomainId host = context.topology().ancestor_at(item.target, host_level);
+      while (!candidates.empty() && !candidates.front().read &&
+             candidates.front().members == 0 && !candidates.front().refine &&
+             candidates.front().bound < best_cost &&
+             context.topology().ancestor_at(candidates.front().target, host_level) == host) {
+        std::pop_heap(candidates.begin(), candidates.end(), later);
+        batch.push_back(candidates.back().target);
+        candidates.pop_back();
+      }
+      std::sort(batch.begin(), batch.end());  // a batch is in ascending pre-order
+    }
+    scan(std::span<const DomainId>(batch));
+  }
+
+  // --- Group bounds: groups of unread targets, opened level by level ------------------------
+
+  /// The targets of `tier` inside `group`, ascending id.
+  [[nodiscard]] std::span<const DomainId> members_of(DomainId group) const {
+    const auto all = context.targets(tier);
+    const auto first = std::lower_bound(all.begin(), all.end(), group);
+    const auto last = std::lower_bound(first, all.end(), context.topology().subtree_end(group));
+    return all.subspan(static_cast<std::size_t>(first - all.begin()),
+                       static_cast<std::size_t>(last - first));
+  }
+
+  /// Opens a group: into the groups one level down while those still lie above the targets
+  /// and at or above the host level, else into its targets (each host's admitted together).
+  /// `for_listing`: only to name pruned targets (bounds, no checks, nothing logged).
+  void open_group(const Candidate& group, bool for_listing) {
+    --groups;
+    grouped_targets -= group.members;
+    const Topology& topology = context.topology();
+    const LevelIndex level = topology.level(group.target);
+    const auto members = members_of(group.target);
+    if (level < host_level && level + 1 < tier.target_level) {
+      const auto children = topology.domains_at(level + 1, group.target);
+      // Children come in pre-order, so each one's members are the run of the group's that
+      // starts where the previous child's ended: found by galloping from there, not by two
+      // searches over every target of the tier. Their bands lie far apart in memory, and on
+      // a large cluster reading them is most of a group's opening: fetched ahead.
+      std::size_t first = 0;
+      for_each_prefetching_bands(state, children, [&](std::size_t i) {
+        const DomainId child = children[i];
+        const std::size_t last = gallop_lower_bound(members, first, topology.subtree_end(child));
+        const std::size_t count = last - first;
+        first = last;
+        if (count == 0) return;
+        candidates.push_back(
+            {std::max(group.bound, context.group_price_bound_cached(tier_index, tier, child,
+                                                                    floor, grid, cache)),
+             child, false, count});
+        std::push_heap(candidates.begin(), candidates.end(), later);
+        ++groups;
+        grouped_targets += count;
+      });
+      return;
+    }
+    if (for_listing) {
+      for (const DomainId target : members) {
+        candidates.push_back(
+            {std::max(group.bound, context.index_price_bound_cached(tier_index, tier, target,
+                                                                    floor, grid, true, cache)),
+             target, false});
+        std::push_heap(candidates.begin(), candidates.end(), later);
+      }
+      return;
+    }
+    statistics.domains_considered += members.size();
+    if (level >= host_level) {
+      admit(members, group.bound);  // all on one host
+    } else {
+      // Targets far apart in memory: those at the host level have their bands fetched ahead.
+      for_each_prefetching_bands(
+          state, members, [&](std::size_t i) { admit(members.subspan(i, 1), group.bound); });
+    }
+  }
+
+  // --- Searching and pruning --------------------------------------------------------------
+
+  /// Every domain left (`live` of them) has a bound at least the best cost: all are pruned at
+  /// once, the closest read ones listed first, then unread ones.
+  void prune_rest(std::size_t live) {
+    statistics.domains_pruned += live;
+    statistics.domains_considered += grouped_targets;  // pruned whole, by their group
+    std::size_t listed = 0;
+    while (!candidates.empty() && log.wants_more()) {
+      std::pop_heap(candidates.begin(), candidates.end(), later);
+      if (candidates.back().members > 0) {
+        const Candidate group = candidates.back();
+        candidates.pop_back();
+        open_group(group, true);
+        continue;
+      }
+      log.searched(
+          {candidates.back().target,
+           candidates.back().read ? Rejection::Kind::bound : Rejection::Kind::bound_unread,
+           {},
+           candidates.back().bound,
+           best_cost,
+           {}});
+      candidates.pop_back();
+      ++listed;
+    }
+    for (std::size_t shown = 0;
+         shown < max_listed_verdicts && cursor < unread.size() && log.wants_more(); ++shown) {
+      const DomainId target = unread[cursor++];
+      if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
+        log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
+      } else {
+        log.searched({target, Rejection::Kind::bound_unread, {}, floor, best_cost, {}});
+      }
+      ++listed;
+    }
+    log.count_unlisted(live - listed);
+  }
+
+  /// Phase "per-domain search" for one read domain: the solver's `DomainSearch` in depth, its
+  /// outcome kept if it beats the best so far. `live`: the domains left, this one included.
+  void search_domain(const Candidate& item, std::size_t live) {
+    // The last cheap proof before a search in depth: too few hosts for the gang even with
+    // every eligible victim gone (what an exhaustive search would otherwise prove slowly).
+    if (auto shortfall = context.host_count_shortfall(tier, item.target)) {
+      ++statistics.domains_pruned;
+      log.scanned({item.target, Rejection::Kind::too_few_hosts, *shortfall, 0.0, 0.0, {}});
+      return;
+    }
+    (void)context.build_problem(tier, item.target, problem);
+    ++statistics.domains_solved;
+    ++searched_here;
+    SearchLimits domain_limits = limits;
+    domain_limits.domains_left = live;
+    DomainOutcome outcome = search.search(state, problem, best_cost, domain_limits, statistics);
+    if (outcome.limit_reached) statistics.limit_reached = true;
+    if (outcome.downgrade) downgrades.push_back({item.target, *outcome.downgrade, outcome.note});
+    if (!outcome.exact) open_bound = std::min(open_bound, std::max(outcome.lower_bound, item.bound));
+    if (outcome.found && outcome.cost < best_cost) {
+      if (best_problem) {
+        log.searched({best_problem->target,
+                      Rejection::Kind::costlier,
+                      {},
+                      best.cost,
+                      outcome.cost,
+                      best.note});
+      }
+      best_cost = outcome.cost;
+      best = std::move(outcome);
+      // Swapped, not copied: `problem` is rebuilt before its next use, and takes over the
+      // old winner's buffers.
+      if (best_problem) {
+        std::swap(*best_problem, problem);
+      } else {
+        best_problem.emplace(std::move(problem));
+      }
+    } else if (outcome.found) {
+      log.searched(
+          {item.target, Rejection::Kind::costlier, {}, outcome.cost, best_cost, outcome.note});
+    } else {
+      if (!outcome.exact) search_unproven = true;
+      log.searched({item.target, Rejection::Kind::no_better, {}, 0.0, best_cost, outcome.note});
+    }
+  }
+
+  // What the solve shares (see `SolveRun`).
+  const Allocation& state;
+  PreemptionContext<Model>& context;
+  const Search& search;
+  const SearchLimits limits;
+  ScanCache* const cache;
+  DeadlineWatch& deadline;
+  SolverStatistics& statistics;
+  RejectionLog& log;
+  std::vector<Downgrade>& downgrades;
+  const double floor;
+  const double grid;
+
+  // This tier.
+  const std::size_t tier_index;
+  const Tier& tier;
+  const LevelIndex host_level;
+  std::vector<Candidate> candidates;  ///< a heap of read domains, unread priced ones, groups
+  std::size_t groups = 0;             ///< group candidates in the heap
+  std::size_t grouped_targets = 0;    ///< targets they hold
+  /// Unread candidates, ascending id. Their bound is the price floor, so taken cheapest
+  /// bound first they come in id order: a cursor replaces a heap.
+  std::vector<DomainId> unread;
+  std::size_t cursor = 0;
+  DomainProblem problem;
+  ScanWorkspace workspace;
+  std::vector<DomainId> batch;
+  std::vector<DomainId> same_host;
+  bool skipped_at_deadline = false;  ///< targets left unread by the time limit (full scan)
+  bool cut_short = false;  ///< the deadline left domains of this tier unscanned or unsearched
+  std::size_t searched_here = 0;
+  /// A searched domain that found no plan without proving that none exists (a limit stopped
+  /// its search): the tier is not proven empty.
+  bool search_unproven = false;
+  double best_cost = std::numeric_limits<double>::infinity();
+  std::optional<DomainProblem> best_problem;
+  DomainOutcome best;
+  double open_bound = std::numeric_limits<double>::infinity();  ///< least bound left unclosed
+};
+
+/// The driver every solver shares: checks "fits already", then per tier screens every target
+/// domain from aggregates (capacity, and the preemption index: can evicting every eligible
+/// victim free enough?), and takes domains in ascending lower-bound order: an unread domain
+/// (bound: the model's declared price floor, see `PriceFloorModel`) is read (scanned: victims
+/// and fractional bound) and goes back with its scan bound; a read one is searched. Once the
+/// least bound left cannot beat the best plan, the rest is pruned, most of it never read.
+/// Tiers are taken tightest first; the first tier with a plan wins. `limits.full_scan` reads
+/// every domain first (the path before the index). `cache` (optional) keeps scan results
+/// across decisions of one preemptor class and cost model (`IncrementalDecider`).
+/// The phases are `plan_if_fits_already` and `TierSearch`'s.
+template <CostModel Model, DomainSearch Search>
+PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
+                          const Workload& preemptor, const Model& model, const Search& search,
+                          SearchLimits limits, ScanCache* cache = nullptr) {
+  const auto start = Clock::now();
+  DeadlineWatch deadline(deadline_after(start, limits.time_limit));
+  PreemptionContext<Model> context(state, preemptor, model);
+  SolverStatistics statistics;
+  const auto finish = [&](PreemptionPlan plan) {
+    plan.statistics.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    record_dependencies(state, preemptor, plan);  // what a later commit checks
+    return plan;
+  };
+  if (auto plan = plan_if_fits_already(solver, state, context, statistics)) {
+    return finish(std::move(*plan));
+  }
+  RejectionLog log;
+  std::vector<Downgrade> downgrades;  // every tier's, in search order
+  bool unproven = false;  // an earlier tier ended at a limit without proving it has no plan
+  // Whether the last tier taken was proven to hold no plan. Tiers go from tightest to loosest,
+  // and the last one relaxes every other (its levels are the loosest of each scope), so its
+  // proof alone makes the answer `infeasible`; without it the answer is `unknown`.
+  bool loosest_proven_empty = true;
+  const SolveRun<Model, Search> run{.state = state,
+                                    .context = context,
+                                    .search = search,
+                                    .limits = limits,
+                                    .cache = cache,
+                                    .deadline = deadline,
+                                    .statistics = statistics,
+                                    .log = log,
+                                    .downgrades = downgrades,
+                                    .floor = context.price_floor(),
+                                    .grid = context.cost_grid()};
+  if (cache != nullptr) cache->keep_bounds_for(run.floor, run.grid);
+  for (std::size_t tier_index = 0; tier_index < context.tiers().size(); ++tier_index) {
+    TierSearch<Model, Search> tier_search(run, tier_index);
+    tier_search.order_candidates();
+    tier_search.search_domains();
+    if (tier_search.found()) {
+      PreemptionPlan plan = tier_search.make_plan(solver, unproven);
       plan.downgrades = std::move(downgrades);
       return finish(std::move(plan));
     }
     if (statistics.limit_reached) unproven = true;
-    loosest_proven_empty = !cut_short && !search_unproven;
+    loosest_proven_empty = tier_search.proven_empty();
   }
   PreemptionPlan plan = context.make_plan_without_victims(
       solver, loosest_proven_empty ? PlanStatus::infeasible : PlanStatus::unknown, nullptr,

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/plan/detail/dependencies.hpp"
 #include "topopreempt/plan/transaction.hpp"
 #include "topopreempt/plan/verifier.hpp"

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "topopreempt/model/allocation.hpp"
-#include "topopreempt/solvers/cost_model.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/solvers/detail/preemption_context.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
 #include "topopreempt/model/workload.hpp"
