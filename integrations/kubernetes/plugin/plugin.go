@@ -206,6 +206,9 @@ func (pl *Plugin) inputs() (*Inputs, error) {
 		if in.Claims, err = dra.ResourceClaims().List(); err != nil {
 			return nil, err
 		}
+		// List has the allocations written or assumed after the API call, not those made in
+		// Reserve and still being written: a pod bound meanwhile holds those (see nodeHeld).
+		in.PendingAllocation = dra.ResourceClaims().GetPendingAllocation
 	}
 	if pl.pdbs != nil {
 		if in.PDBs, err = pl.pdbs.List(labels.Everything()); err != nil {
