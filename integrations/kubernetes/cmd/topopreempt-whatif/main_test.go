@@ -19,6 +19,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 
 	topopreempt "github.com/topopreempt/topopreempt/integrations/kubernetes/plugin"
 )
@@ -445,5 +446,46 @@ func TestPDBProtectedVictimsAreAvoided(t *testing.T) {
 	in.PDBs = []*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Namespace: "batch", Name: "eval"},
 		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "eval"}}},
 		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}}
+	crossCheck(t, p, []*corev1.Pod{findPod(pods, "research", "finetune-0")}, nil, in)
+}
+
+// A pending pod of higher priority nominated to the cheapest room (gpu-r1-n0) asks for GPUs
+// through DRA: it holds that node (as the plugin's model and Filter do), so the plan goes
+// elsewhere, and equals the plugin's with the same nomination.
+func TestNominatedPodHoldsItsRoom(t *testing.T) {
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list map[string]any
+	if err := json.Unmarshal(data, &list); err != nil {
+		t.Fatal(err)
+	}
+	nominee := map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"namespace": "research", "name": "nominee", "uid": "uid-nominee"},
+		"spec": map[string]any{"priority": 600, "containers": []any{map[string]any{"name": "c"}},
+			"resourceClaims": []any{map[string]any{"name": "gpus", "resourceClaimName": "nominee-gpus"}}},
+		"status": map[string]any{"phase": "Pending", "nominatedNodeName": "gpu-r1-n0"}}
+	list["items"] = append(list["items"].([]any), nominee)
+	augmented, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runTool(t, string(augmented), "--config", config, "--now", fixedTime, "--pod", "research/finetune-0", "--json", "--solver", "branch_and_bound")
+	if code != exitPlan {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var a answer
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatalf("decode: %v\n%s", err, out)
+	}
+	p := planOf(t, &a, "branch_and_bound")
+	if slices.Contains(p.Nodes, "gpu-r1-n0") || p.Cost <= 40 || !strings.Contains(a.Ineligible["gpu-r1-n0"], "nominee") {
+		t.Fatalf("plan on %v cost %g, ineligible %v; want gpu-r1-n0 reserved for the nominee and a dearer room", p.Nodes, p.Cost, a.Ineligible)
+	}
+	in, pods, _ := pluginView(t)
+	in.Nominated = []topopreempt.Nominee{{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: "nominee", UID: "uid-nominee"},
+		Spec: corev1.PodSpec{Priority: ptr.To[int32](600), ResourceClaims: []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To("nominee-gpus")}}}},
+		Node: "gpu-r1-n0"}}
 	crossCheck(t, p, []*corev1.Pod{findPod(pods, "research", "finetune-0")}, nil, in)
 }
