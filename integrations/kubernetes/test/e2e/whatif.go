@@ -67,7 +67,9 @@ func askWhatIf(ctx context.Context, c *cluster.Cluster, s *Scenario, ns string, 
 	started := time.Now()
 	dump := filepath.Join(c.Dir, ns+"-state.json")
 	get := exec.CommandContext(ctx, filepath.Join(*binDir, "kubectl"), "--kubeconfig="+c.Kubeconfig, "get",
-		"nodes,pods,resourceslices,resourceclaims,podgroups,poddisruptionbudgets", "-A", "-o", "json")
+		// Each kind at the version the tool reads, whatever the server prefers.
+		"nodes,pods,resourceslices.v1.resource.k8s.io,resourceclaims.v1.resource.k8s.io,podgroups.v1beta1.scheduling.k8s.io,poddisruptionbudgets.v1.policy",
+		"-A", "-o", "json")
 	var stderr bytes.Buffer
 	get.Stderr = &stderr
 	out, err := get.Output()
