@@ -29,6 +29,6 @@ func gangRefused() *Scenario {
 			AvoidPodsLabelled: ps},
 		Schedulable: true, Optimum: "the pods of " + b + " and " + c, OptimumCost: 50, OptimumVictims: 2,
 		WhatIfDiffers: "the model does not express pod anti-affinity: its plan (a and b) is the one the simulation refuses",
-		Watch:         20 * time.Second,
+		Watch:         15 * time.Second,
 	}
 }
