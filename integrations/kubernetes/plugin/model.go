@@ -119,7 +119,7 @@ type Workload struct {
 	Protected bool
 	Entries   []Entry                     // running workloads: the devices and pools held
 	Pods      []*corev1.Pod               // the pods evicted with this workload, one per replica
-	Claims    []*resourcev1.ResourceClaim // the allocated claims its pods hold
+	Claims    []*resourcev1.ResourceClaim // the claims its pods hold allocated (or with an allocation in flight)
 }
 
 // Entry is one whole device held by a replica (the host, i.e. the node name, and the path
