@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: MIT
 # CI stage: preemption scenarios on a real Kubernetes v1.37.2 control plane on 127.0.0.1.
 # Builds the C ABI library (CMake), etcd v3.7, kube-apiserver, kube-controller-manager, kubectl,
-# KWOK and kube-scheduler (our app.NewSchedulerCommand main with the TopoPreempt plugin, linked to
-# the C ABI through cgo) from the Go module integrations/kubernetes, starts them with
+# KWOK, kube-scheduler (our app.NewSchedulerCommand main with the TopoPreempt plugin, linked to
+# the C ABI through cgo) and topopreempt-whatif from the Go module integrations/kubernetes, starts them with
 # the DRA, Workload API, PodGroup preemption and topology-aware workload scheduling gates, and
 # runs every scenario with stock kube-scheduler and with TopoPreempt on identical states (the
 # 1,000-node state: TopoPreempt only, DRA only, by default), and fails if TopoPreempt does worse
-# than stock, or wastes an eviction, where the requirement is visible (docs/kubernetes.md).
+# than stock, or wastes an eviction, where the requirement is visible (docs/kubernetes.md), or
+# where topopreempt-whatif's plan on a kubectl dump of the state is not what TopoPreempt evicted.
 # Before the scenarios, the deployment manifests (integrations/kubernetes/deploy/) are applied to
 # the API server with `kubectl apply --dry-run=server`, and the built scheduler runs with exactly
 # the configuration of their ConfigMap and preempts once (about 10 s).
@@ -112,6 +113,7 @@ if [[ "$PHASE" != run ]]; then
     -ldflags="./cmd/kube-scheduler=-s -w $(version_flags "$K8S_VERSION+topopreempt.$TP_VERSION" "$TP_COMMIT" "$TP_TREE")" \
     -o "$BIN/" \
     ./cmd/kube-scheduler \
+    ./cmd/topopreempt-whatif \
     k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kubectl \
@@ -139,7 +141,7 @@ if [[ "$PHASE" == build ]]; then
   section "kubernetes build passed (scenarios: --run-only)"
   exit 0
 fi
-for binary in e2e.test kube-scheduler kubectl etcd; do
+for binary in e2e.test kube-scheduler kubectl etcd topopreempt-whatif; do
   [[ -x "$BIN/$binary" ]] || { echo "ERROR: $BIN/$binary missing: run --build-only first" >&2; exit 1; }
 done
 cd "$MODULE"
@@ -153,7 +155,7 @@ timeout --kill-after=30 2100 "$BIN/e2e.test" -test.v -test.timeout=34m \
   -variant "topopreempt=$BIN/kube-scheduler:$MODULE/config/topopreempt.yaml" -baseline stock \
   -scale-nodes "${TOPOPREEMPT_K8S_SCALE_NODES:-1000}" -scale-modes "${TOPOPREEMPT_K8S_SCALE_MODES:-dra}" \
   -scale-variants "${TOPOPREEMPT_K8S_SCALE_VARIANTS:-topopreempt}" \
-  -deploy "$MODULE/deploy/topopreempt-scheduler.yaml" \
+  -deploy "$MODULE/deploy/topopreempt-scheduler.yaml" -whatif topopreempt \
   -results "$BUILD/results"
 cat "$BUILD/results/results.md"
 

@@ -69,10 +69,6 @@ func (b *builder) ineligible(pods []*corev1.Pod) map[string]string {
 			out[n.Name] = r
 			continue
 		}
-		if r, ok := b.pending[n.Name]; ok {
-			out[n.Name] = "its devices are not known yet: " + r
-			continue
-		}
 		if gangKey != "" && slices.Contains(b.unlabelled[n.Name], gangKey) {
 			out[n.Name] = "no label " + gangKey + ", the gang's topology key"
 			continue

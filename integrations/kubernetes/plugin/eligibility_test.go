@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -219,23 +218,4 @@ func TestPDBFirst(t *testing.T) {
 		t.Fatalf("two pods under a budget of one: %d violations, want 1", n)
 	}
 	_ = p
-}
-
-// A pod bound while its claim's allocation is not written yet holds devices the model cannot
-// know: its node is ineligible for the question, and the question stays expressible.
-func TestBoundPodWithUnallocatedClaim(t *testing.T) {
-	s := cheapOnA(t)
-	c := s.claim("binding-gpus", 2, "")
-	p := tPod("binding", 100, c.Name, map[string]string{CostAnnotation: "1"})
-	p.Spec.NodeName = "a"
-	s.in.Pods["a"] = append(s.in.Pods["a"], p)
-	m, pl, _, got := solveBoth(t, s, tPod("preemptor", 500, "want", nil), nil)
-	if r := m.Ineligible["a"]; !strings.Contains(r, "not allocated yet") || pl.Hosts[0] != "b" || got != "b0,b1,b2,b3" {
-		t.Fatalf("ineligible %v, plan on %v victims %s; want a ineligible (claim pending) and b's four pods", m.Ineligible, pl.Hosts, got)
-	}
-	// Once allocated, a is a room again.
-	c.Status.Allocation = &resourcev1.AllocationResult{}
-	if _, _, _, got := solveBoth(t, s, tPod("preemptor", 500, "want", nil), nil); got != "a-cheap" {
-		t.Fatalf("after the allocation: victims %s, want a-cheap", got)
-	}
 }

@@ -155,7 +155,7 @@ func (m *mirror) topologyKey(args *Args, in *Inputs) string {
 // builder returns a builder over `in` that reuses the mirror's topology.
 func (m *mirror) builder(args *Args, in *Inputs) *builder {
 	b := &builder{args: args, in: in, devices: m.devices, nodeDevs: m.nodeDevs, levelOf: m.levelOf, extMode: m.ext,
-		nodeCap: m.nodeCap, gpuNodes: m.gpuNodes, unlabelled: m.unlabelled, pending: map[string]string{}}
+		nodeCap: m.nodeCap, gpuNodes: m.gpuNodes, unlabelled: m.unlabelled}
 	b.m.Levels = m.levels
 	b.indexClaims()
 	return b
@@ -168,7 +168,6 @@ type nodeState struct {
 	claims   []claimStamp         // the ResourceClaims those pods use
 	volatile bool                 // derive again at the next sync whatever the stamps say
 	held     []*heldPod           // its pods, in the builder's order
-	pending  string               // why its devices are not known yet ("" known; see nodeHeld)
 }
 
 // objectStamp identifies one version of an API object.
@@ -236,11 +235,15 @@ func unchanged(old *nodeState, in *Inputs, n string, b *builder) bool {
 
 // derive builds node n's state from `in`.
 func derive(b *builder, in *Inputs, n string, skip map[types.UID]bool) (*nodeState, error) {
-	held, skipped, pending, err := b.nodeHeld(n, skip)
+	held, skipped, err := b.nodeHeld(n, skip)
 	if err != nil {
 		return nil, err
 	}
-	st := &nodeState{held: held, pending: pending, volatile: skipped || b.args.usesLostWork(), pods: make(map[types.UID]string, len(in.Pods[n]))}
+	st := &nodeState{held: held, volatile: skipped || b.args.usesLostWork(), pods: make(map[types.UID]string, len(in.Pods[n]))}
+	for _, h := range held {
+		// An allocation in flight moves no version when it is written or dropped.
+		st.volatile = st.volatile || h.inFlight
+	}
 	for _, p := range in.Pods[n] {
 		_, dup := st.pods[p.UID]
 		st.volatile = st.volatile || p.ResourceVersion == "" || dup
@@ -250,8 +253,8 @@ func derive(b *builder, in *Inputs, n string, skip map[types.UID]bool) (*nodeSta
 		}
 		claims, err := b.podClaims(p)
 		if err != nil {
-			// A claim not created yet (the node's devices are pending, see nodeHeld): derive
-			// the node again at the next sync, when it may exist.
+			// A claim not created yet (its pod holds what it may be given, see nodeHeld):
+			// derive the node again at the next sync, when it may exist.
 			st.volatile = true
 			continue
 		}
@@ -678,11 +681,6 @@ func (m *mirror) decide(args *Args, in *Inputs, pods []*corev1.Pod, group *sched
 		m.preemptorIDs[pre.Key] = id
 	}
 	pre.ID = id
-	for n, st := range m.nodes {
-		if st.pending != "" {
-			b.pending[n] = st.pending
-		}
-	}
 	d := &decision{synced: synced, ineligible: b.ineligible(pods)}
 	reserved, full := b.reservations(self, func(n string) []*heldPod {
 		if st := m.nodes[n]; st != nil {

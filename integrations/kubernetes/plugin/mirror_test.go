@@ -8,8 +8,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -388,5 +390,188 @@ func BenchmarkMirrorOneNodeChanged1000(b *testing.B) {
 		if _, err := m.decide(tArgs(), &s.in, []*corev1.Pod{pre}, nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// devicesOf lists the device paths workload `key` holds in the model, in order.
+func devicesOf(m *Model, key string) string {
+	var paths []string
+	for _, w := range m.Workloads {
+		if w.Key != key {
+			continue
+		}
+		for _, e := range w.Entries {
+			if e.Path != "" {
+				paths = append(paths, e.Path)
+			}
+		}
+	}
+	return strings.Join(paths, ",")
+}
+
+// workloadOf is the model's workload with that key (nil: none).
+func workloadOf(m *Model, key string) *Workload {
+	for i := range m.Workloads {
+		if m.Workloads[i].Key == key {
+			return &m.Workloads[i]
+		}
+	}
+	return nil
+}
+
+// bindAwaiting binds a pod of priority 1000 to node whose claim (count GPUs, match a
+// matchAttribute or "") is not allocated yet, as the scheduler's snapshot shows it while the
+// allocation is being written.
+func bindAwaiting(s *tState, name, node string, count int64, match string) (*corev1.Pod, *resourcev1.ResourceClaim) {
+	c := s.claim(name+"-gpus", count, match)
+	c.UID = types.UID("uid-" + c.Name)
+	p := tPod(name, 1000, c.Name, map[string]string{CostAnnotation: "1"})
+	p.Spec.NodeName = node
+	s.in.Pods[node] = append(s.in.Pods[node], p)
+	return p, c
+}
+
+// awaitingState: node a's NUMA 0 is one low pod of cost 1, its NUMA 1 free; node b's NUMA 0
+// is four low pods of cost 10, its NUMA 1 held high. The preemptor asks for 4 GPUs on one
+// NUMA node.
+func awaitingState() (*tState, *corev1.Pod) {
+	s := newTState()
+	s.node("a", "r0")
+	s.node("b", "r0")
+	s.run("a-cheap", "a", 100, "1", 0, 1, 2, 3)
+	for i := 0; i < 4; i++ {
+		s.run(fmt.Sprintf("b%d", i), "b", 100, "10", i)
+	}
+	s.run("b-high", "b", 1000, "1", 4, 5, 6, 7)
+	s.claim("want", 4, NUMAAttribute)
+	return s, tPod("preemptor", 500, "want", nil)
+}
+
+// A bound pod whose claim is not allocated yet holds what it will hold: with nothing known of
+// the allocation, every device it may be given (a's NUMA 1, all free), so the preemptor is not
+// planned there; the question stays expressible and a stays eligible (its cheap pod is the
+// victim). Once the claim is allocated a moment later, the mirror derives a again and the pod
+// holds exactly its two devices, leaving the other two of NUMA 1 free again. Fresh model and
+// mirror hold the same workloads at each step.
+func TestAwaitingClaimHoldsWhatItMayBeGiven(t *testing.T) {
+	s, pre := awaitingState()
+	p, c := bindAwaiting(s, "binding", "a", 2, "")
+	fromAPI(s)
+	m := newMirror(false)
+	defer m.close()
+	holdsFresh(t, m, s, pre)
+	model, plan := solveFor(t, s, tArgs(), []*corev1.Pod{pre}, nil)
+	key := "pod/" + string(p.UID)
+	if got := devicesOf(model, key); got != "numa1/pci2/gpu4,numa1/pci2/gpu5,numa1/pci3/gpu6,numa1/pci3/gpu7" {
+		t.Fatalf("the awaiting pod holds %q, want all of a's free NUMA 1", got)
+	}
+	if w := workloadOf(model, key); w == nil || !w.Preemptible || w.WholeDevices != 4 {
+		t.Fatalf("the awaiting pod's workload is %+v, want a preemptible holder of 4 devices", w)
+	}
+	if len(model.Ineligible) != 0 || plan.Hosts[0] != "a" || strings.Join(victimNames(t, model, plan), ",") != "a-cheap" {
+		t.Fatalf("ineligible %v, plan on %v victims %v; want a eligible and a-cheap evicted", model.Ineligible, plan.Hosts, victimNames(t, model, plan))
+	}
+
+	// The allocation is written a moment later: gpu4 and gpu5.
+	for i, cl := range s.in.Claims {
+		if cl.Name == c.Name {
+			cl = cl.DeepCopy()
+			cl.ResourceVersion = "2"
+			cl.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
+				{Request: "gpus", Driver: tDriver, Pool: "a", Device: "gpu4"}, {Request: "gpus", Driver: tDriver, Pool: "a", Device: "gpu5"}}}}
+			s.in.Claims[i] = cl
+		}
+	}
+	d0 := m.derived
+	holdsFresh(t, m, s, pre)
+	if m.derived-d0 != 1 || m.rebuilds != 1 {
+		t.Fatalf("after the allocation: %d nodes derived, %d rebuilds; want 1 (a), 1", m.derived-d0, m.rebuilds)
+	}
+	if got := devicesOf(must(BuildModel(tArgs(), &s.in, []*corev1.Pod{pre}, nil)), key); got != "numa1/pci2/gpu4,numa1/pci2/gpu5" {
+		t.Fatalf("after the allocation the pod holds %q, want gpu4,gpu5", got)
+	}
+}
+
+// must is the model or the test's panic.
+func must(m *Model, err error) *Model {
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// A claim that must lie in one NUMA node can be given only devices of a NUMA node with enough
+// free: the awaiting pod holds those, and a free device elsewhere stays free. A claim not
+// created yet asks for an unknown count: its pod holds every free device. Two awaiting pods on
+// one node hold every free device between them and are never victims (evicting one frees
+// devices nobody can name). In each case the question stays expressible.
+func TestAwaitingClaimPlacedConservatively(t *testing.T) {
+	s, pre := awaitingState()
+	without(s, "a", "a-cheap")
+	s.run("a-low", "a", 100, "1", 0, 1, 2)
+	s.run("a-five", "a", 100, "1", 4)
+	p, _ := bindAwaiting(s, "numa2", "a", 2, NUMAAttribute)
+	model, _ := solveFor(t, s, tArgs(), []*corev1.Pod{pre}, nil)
+	if got := devicesOf(model, "pod/"+string(p.UID)); got != "numa1/pci2/gpu5,numa1/pci3/gpu6,numa1/pci3/gpu7" {
+		t.Fatalf("the NUMA-scoped awaiting pod holds %q, want NUMA 1's three free devices (gpu3 stays free)", got)
+	}
+
+	// Its claim not created yet: the count is unknown, so every free device.
+	p.Spec.ResourceClaims[0].ResourceClaimName = nil
+	p.Spec.ResourceClaims[0].ResourceClaimTemplateName = ptr.To("template")
+	model, _ = solveFor(t, s, tArgs(), []*corev1.Pod{pre}, nil)
+	if got := devicesOf(model, "pod/"+string(p.UID)); got != "numa0/pci1/gpu3,numa1/pci2/gpu5,numa1/pci3/gpu6,numa1/pci3/gpu7" {
+		t.Fatalf("the pod without a claim yet holds %q, want every free device", got)
+	}
+
+	// Two awaiting pods on a: every free device between them, neither a victim.
+	s2, pre2 := awaitingState()
+	without(s2, "a", "a-cheap")
+	p1, _ := bindAwaiting(s2, "first", "a", 2, "")
+	p2, _ := bindAwaiting(s2, "second", "a", 1, "")
+	p1.Spec.Priority, p2.Spec.Priority = ptr.To[int32](100), ptr.To[int32](100)
+	fromAPI(s2)
+	m := newMirror(false)
+	defer m.close()
+	holdsFresh(t, m, s2, pre2)
+	model, plan := solveFor(t, s2, tArgs(), []*corev1.Pod{pre2}, nil)
+	h1, h2 := devicesOf(model, "pod/"+string(p1.UID)), devicesOf(model, "pod/"+string(p2.UID))
+	if strings.Count(h1+","+h2, "gpu") != 8 || workloadOf(model, "pod/"+string(p1.UID)).Preemptible || workloadOf(model, "pod/"+string(p2.UID)).Preemptible {
+		t.Fatalf("two awaiting pods hold %q and %q; want all 8 devices between them, both pinned", h1, h2)
+	}
+	if got := strings.Join(victimNames(t, model, plan), ","); plan.Hosts[0] != "b" || got != "b0,b1,b2,b3" {
+		t.Fatalf("plan on %v victims %s; want b's four pods (a's devices are all awaited)", plan.Hosts, got)
+	}
+}
+
+// The scheduler's allocation in flight (made in Reserve, not yet written) is exact: the pod
+// holds those devices, and the node is derived again at every sync, since the allocation
+// moves no version when it is written or dropped.
+func TestAwaitingClaimInFlightIsExact(t *testing.T) {
+	s, pre := awaitingState()
+	p, c := bindAwaiting(s, "binding", "a", 2, "")
+	fromAPI(s)
+	s.in.PendingAllocation = func(uid types.UID) *resourcev1.AllocationResult {
+		if uid != c.UID {
+			return nil
+		}
+		return &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
+			{Request: "gpus", Driver: tDriver, Pool: "a", Device: "gpu6"}, {Request: "gpus", Driver: tDriver, Pool: "a", Device: "gpu7"}}}}
+	}
+	m := newMirror(false)
+	defer m.close()
+	holdsFresh(t, m, s, pre)
+	model, _ := solveFor(t, s, tArgs(), []*corev1.Pod{pre}, nil)
+	if got := devicesOf(model, "pod/"+string(p.UID)); got != "numa1/pci3/gpu6,numa1/pci3/gpu7" {
+		t.Fatalf("the pod with an allocation in flight holds %q, want gpu6,gpu7", got)
+	}
+	if st := m.nodes["a"]; st == nil || !st.volatile {
+		t.Fatalf("node a is not derived again at the next sync: %+v", st)
+	}
+	d0 := m.derived
+	s.in.PendingAllocation = nil // dropped (the binding failed): back to every device it may be given
+	holdsFresh(t, m, s, pre)
+	if m.derived-d0 != 1 {
+		t.Fatalf("after the allocation in flight was dropped: %d nodes derived, want 1", m.derived-d0)
 	}
 }

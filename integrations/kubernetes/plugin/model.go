@@ -119,7 +119,7 @@ type Workload struct {
 	Protected bool
 	Entries   []Entry                     // running workloads: the devices and pools held
 	Pods      []*corev1.Pod               // the pods evicted with this workload, one per replica
-	Claims    []*resourcev1.ResourceClaim // the allocated claims its pods hold
+	Claims    []*resourcev1.ResourceClaim // the claims its pods hold allocated (or with an allocation in flight)
 }
 
 // Entry is one whole device held by a replica (the host, i.e. the node name, and the path
@@ -151,6 +151,9 @@ type Inputs struct {
 	// EvictedFor maps a victim pod's UID to the UID of the preemptor (pod or PodGroup) the
 	// plugin evicted it for: while it terminates, it is gone for that preemptor only.
 	EvictedFor map[types.UID]types.UID
+	// PendingAllocation is the scheduler's allocation in flight for a claim (made in Reserve,
+	// not yet written to the claim's status), nil none; nil means none known (a kubectl dump).
+	PendingAllocation func(claim types.UID) *resourcev1.AllocationResult
 	// TolerationComparisonOperators is the TaintTolerationComparisonOperators feature gate.
 	TolerationComparisonOperators bool
 	Now                           time.Time
@@ -177,7 +180,7 @@ type builder struct {
 	m        Model
 	devices  map[deviceKey]Entry
 	claims   map[objectKey]*resourcev1.ResourceClaim
-	nodeDevs map[string][]string // extended-resource devices per node, in order
+	nodeDevs map[string][]string // each node's devices of the question's kind (paths), in order
 	levelOf  map[string]string   // label key -> level name
 	// extMode: the preemptor asks for the extended resource, so the GPUs modelled are the
 	// extended-resource ones; otherwise they are the DRA devices. One kind per question, since
@@ -189,8 +192,6 @@ type builder struct {
 	nodeCap    map[string]Pooled
 	gpuNodes   map[string]bool
 	unlabelled map[string][]string
-	// pending are the nodes whose devices are not known yet (see nodeHeld), with the reason.
-	pending map[string]string
 	// held are each node's running pods as derived (BuildModel only; a mirror keeps its own).
 	held map[string][]*heldPod
 }
@@ -199,7 +200,7 @@ type builder struct {
 func newBuilder(args *Args, in *Inputs, extMode bool) *builder {
 	return &builder{args: args, in: in, devices: map[deviceKey]Entry{}, nodeDevs: map[string][]string{},
 		levelOf: map[string]string{}, extMode: extMode, nodeCap: map[string]Pooled{}, gpuNodes: map[string]bool{},
-		unlabelled: map[string][]string{}, pending: map[string]string{}}
+		unlabelled: map[string][]string{}}
 }
 
 // BuildModel turns the scheduler's view into a Model for preemptor `pods` (one pod, or the
@@ -380,6 +381,7 @@ func (b *builder) nodeDevices(n *corev1.Node, host string, slices []*resourcev1.
 			add(p, levelDevice)
 			b.gpuNodes[n.Name] = true
 			b.devices[deviceKey{s.Spec.Driver, s.Spec.Pool.Name, d.Name}] = Entry{Host: n.Name, Path: p}
+			b.nodeDevs[n.Name] = append(b.nodeDevs[n.Name], p)
 		}
 	}
 	return nil
@@ -626,12 +628,9 @@ func (b *builder) running(preemptors []*corev1.Pod) error {
 	var all []*heldPod
 	b.held = map[string][]*heldPod{}
 	for _, n := range nodeNames {
-		held, _, pending, err := b.nodeHeld(n, skip)
+		held, _, err := b.nodeHeld(n, skip)
 		if err != nil {
 			return err
-		}
-		if pending != "" {
-			b.pending[n] = pending
 		}
 		b.held[n] = held
 		all = append(all, held...)
@@ -666,6 +665,12 @@ type heldPod struct {
 	cost    Workload // costInputs: the cost fields only
 	group   string   // "<namespace>/<PodGroup name>" the pod names, "" none
 	key     string   // the workload key it went into at the mirror's last sync
+	// pinned: never a victim, because which of the devices it is modelled as holding it will
+	// hold is not known (see placeAwaiting).
+	pinned bool
+	// inFlight: a device it holds comes from an allocation the scheduler has made but not yet
+	// written (Inputs.PendingAllocation), which changes no object version.
+	inFlight bool
 }
 
 // nodeHeld derives node n's pods (every one holds at least a pod slot, GPUs or not), in the
@@ -673,12 +678,13 @@ type heldPod struct {
 // on the node. Pods that request more of a pooled dimension than the node's allocatable make
 // the question inexpressible (the scheduler never admits that; a pod bound by nodeName can).
 //
-// A bound pod whose ResourceClaim is not allocated yet (the scheduler binds while the
-// allocation is still being written), or not yet created, holds devices the model cannot know:
-// its pod holds its pooled requests, and `pending` says why the node's devices are not known,
-// which makes the node ineligible for the question (see ineligible) instead of the whole
-// question inexpressible.
-func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, skipped bool, pending string, err error) {
+// A bound pod whose ResourceClaim is not allocated yet (the scheduler binds while it writes the
+// allocation) holds what it will hold. The scheduler's allocation in flight, when the view has
+// it (Inputs.PendingAllocation), is exact. Otherwise (a kubectl dump, a claim not created yet)
+// the pod holds its pooled requests and the devices it may be given, placed so that the model
+// never believes more is free than will be: see placeAwaiting. It never makes the question
+// inexpressible, nor its node ineligible.
+func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, skipped bool, err error) {
 	pods := append([]*corev1.Pod(nil), b.in.Pods[n]...)
 	sort.Slice(pods, func(i, j int) bool {
 		if pods[i].Namespace != pods[j].Namespace {
@@ -689,6 +695,7 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 	timed := b.args.usesLostWork()
 	nextExt := 0
 	var total Pooled
+	var waiting []awaiting
 	for _, p := range pods {
 		if skip[p.UID] {
 			skipped = true
@@ -696,34 +703,45 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 		}
 		var entries []Entry
 		var held1 []*resourcev1.ResourceClaim
+		var wait *awaiting
+		inFlight := false
 		claims, err := b.podClaims(p)
 		var u *Unsupported
 		if errors.As(err, &u) {
 			if !b.extMode {
-				pending = u.Reason
+				wait = &awaiting{count: -1} // a claim not created yet: what it asks is unknown
 			}
 			claims = nil
 		} else if err != nil {
-			return nil, false, "", err
+			return nil, false, err
 		}
 		for _, c := range claims {
 			if b.extMode {
 				break
 			}
-			if c.Status.Allocation == nil {
-				pending = fmt.Sprintf("bound pod %s/%s: ResourceClaim %s not allocated yet", p.Namespace, p.Name, c.Name)
+			alloc := c.Status.Allocation
+			if alloc == nil && b.in.PendingAllocation != nil {
+				if alloc = b.in.PendingAllocation(c.UID); alloc != nil {
+					inFlight = true
+				}
+			}
+			if alloc == nil {
+				if wait == nil {
+					wait = &awaiting{}
+				}
+				wait.add(c)
 				continue
 			}
 			if len(c.Status.ReservedFor) > 1 {
-				return nil, false, "", unsupported("ResourceClaim %s/%s is shared by %d pods", c.Namespace, c.Name, len(c.Status.ReservedFor))
+				return nil, false, unsupported("ResourceClaim %s/%s is shared by %d pods", c.Namespace, c.Name, len(c.Status.ReservedFor))
 			}
-			for _, r := range c.Status.Allocation.Devices.Results {
+			for _, r := range alloc.Devices.Results {
 				if !b.args.driverWanted(r.Driver) {
 					continue
 				}
 				e, ok := b.devices[deviceKey{r.Driver, r.Pool, r.Device}]
 				if !ok {
-					return nil, false, "", unsupported("ResourceClaim %s/%s holds device %s/%s/%s that no ResourceSlice publishes", c.Namespace, c.Name, r.Driver, r.Pool, r.Device)
+					return nil, false, unsupported("ResourceClaim %s/%s holds device %s/%s/%s that no ResourceSlice publishes", c.Namespace, c.Name, r.Driver, r.Pool, r.Device)
 				}
 				entries = append(entries, e)
 			}
@@ -732,7 +750,7 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 		if b.extMode {
 			for k := int64(0); k < extRequest(p, b.args.ExtendedResource); k++ {
 				if nextExt >= len(b.nodeDevs[n]) {
-					return nil, false, "", unsupported("node %s: pods request more %s than it has", n, b.args.ExtendedResource)
+					return nil, false, unsupported("node %s: pods request more %s than it has", n, b.args.ExtendedResource)
 				}
 				// Which device a device plugin gave is invisible here; any assignment is
 				// equivalent because all devices of the node share one unknown domain.
@@ -744,25 +762,174 @@ func (b *builder) nodeHeld(n string, skip map[types.UID]bool) (held []*heldPod, 
 		demand, _ := podRequests(p)
 		for d, v := range demand {
 			if v < 0 {
-				return nil, false, "", fmt.Errorf("pod %s/%s: negative request of %s", p.Namespace, p.Name, PooledNames[d])
+				return nil, false, fmt.Errorf("pod %s/%s: negative request of %s", p.Namespace, p.Name, PooledNames[d])
 			}
 			total[d] += v
 			if total[d] > b.nodeCap[n][d] {
-				return nil, false, "", unsupported("node %s: its pods request more %s than its allocatable %d (pod %s/%s)", n, PooledNames[d], b.nodeCap[n][d], p.Namespace, p.Name)
+				return nil, false, unsupported("node %s: its pods request more %s than its allocatable %d (pod %s/%s)", n, PooledNames[d], b.nodeCap[n][d], p.Namespace, p.Name)
 			}
 		}
 		entries = append(entries, Entry{Host: n, Amounts: demand})
 		cost, err := costInputs(p, b.in.Now, timed)
 		if err != nil {
-			return nil, false, "", err
+			return nil, false, err
 		}
-		h := &heldPod{pod: p, devices: devices, demand: demand, entries: entries, claims: held1, cost: cost}
+		h := &heldPod{pod: p, devices: devices, demand: demand, entries: entries, claims: held1, cost: cost, inFlight: inFlight}
 		if sg := p.Spec.SchedulingGroup; sg != nil && sg.PodGroupName != nil {
 			h.group = p.Namespace + "/" + *sg.PodGroupName
 		}
 		held = append(held, h)
+		if wait != nil {
+			wait.h = h
+			waiting = append(waiting, *wait)
+		}
 	}
-	return held, skipped, pending, nil
+	b.placeAwaiting(n, held, waiting)
+	return held, skipped, nil
+}
+
+// awaiting is a bound pod with ResourceClaims not allocated yet: how many devices they ask for
+// (-1: unknown) and the scope they must lie in ("" none known).
+type awaiting struct {
+	h      *heldPod
+	count  int32
+	scope  string
+	claims int
+}
+
+// add counts one unallocated claim: its exactly.count requests (a firstAvailable request: its
+// largest count), and a matchAttribute on a topology attribute as the scope. A request whose
+// count is not fixed (allocation mode All) makes the count unknown. Selectors and device
+// classes are not evaluated: counting every request as a GPU only ever holds more.
+func (a *awaiting) add(c *resourcev1.ResourceClaim) {
+	a.claims++
+	for _, r := range c.Spec.Devices.Requests {
+		var n int64 = -1
+		switch {
+		case r.Exactly != nil:
+			if r.Exactly.AllocationMode == resourcev1.DeviceAllocationModeExactCount || r.Exactly.AllocationMode == "" {
+				n = max(r.Exactly.Count, 1)
+			}
+		case len(r.FirstAvailable) > 0:
+			n = 0
+			for _, sub := range r.FirstAvailable {
+				if sub.AllocationMode != resourcev1.DeviceAllocationModeExactCount && sub.AllocationMode != "" {
+					n = -1
+					break
+				}
+				n = max(n, sub.Count, 1)
+			}
+		}
+		if n < 0 || a.count < 0 {
+			a.count = -1
+		} else {
+			a.count += int32(n)
+		}
+	}
+	scope := ""
+	for _, con := range c.Spec.Devices.Constraints {
+		if con.MatchAttribute != nil {
+			scope = tighter(scope, topologyLevelOf(string(*con.MatchAttribute)))
+		}
+	}
+	if a.claims == 1 {
+		a.scope = scope
+	} else {
+		a.scope = "" // each claim lies in its own domain: no one domain holds them all
+	}
+}
+
+// topologyLevelOf is the device level a matchAttribute on attribute keeps a claim inside, ""
+// for an attribute that is not a topology attribute.
+func topologyLevelOf(attribute string) string {
+	switch attribute {
+	case NUMAAttribute:
+		return levelNUMA
+	case PCIeRootAttribute:
+		return levelPCIe
+	}
+	return ""
+}
+
+// placeAwaiting gives the pods of node n whose claims are not allocated yet (waiting) the
+// devices they may be given, among the node's devices no other pod holds (`free`). The model
+// must never believe a device free that will not be, and which devices the allocation picks is
+// not known, so a lone such pod holds every device it may be given: all free ones, or, when
+// its one claim must lie in one NUMA node or PCIe root, those of the domains with enough free
+// devices for it (the others stay free, truly). Evicting it frees them all, which is true too.
+// Several such pods on one node hold all free devices between them and are pinned (never
+// victims): evicting one frees devices nobody can name.
+func (b *builder) placeAwaiting(n string, held []*heldPod, waiting []awaiting) {
+	if len(waiting) == 0 {
+		return
+	}
+	taken := map[string]bool{}
+	for _, h := range held {
+		for _, e := range h.entries {
+			if e.Path != "" {
+				taken[e.Path] = true
+			}
+		}
+	}
+	var free []string
+	for _, d := range b.nodeDevs[n] {
+		if !taken[d] {
+			free = append(free, d)
+		}
+	}
+	give := func(h *heldPod, paths []string) {
+		pooled := h.entries[len(h.entries)-1]
+		h.entries = h.entries[:len(h.entries)-1]
+		for _, p := range paths {
+			h.entries = append(h.entries, Entry{Host: n, Path: p})
+		}
+		h.entries = append(h.entries, pooled)
+		h.devices += int32(len(paths))
+	}
+	if len(waiting) == 1 {
+		w := waiting[0]
+		candidates := free
+		if w.count > 0 && w.scope != "" {
+			if roomy := roomyDomains(free, w.scope, int(w.count)); len(roomy) > 0 {
+				candidates = roomy
+			}
+		}
+		give(w.h, candidates)
+		return
+	}
+	for i, w := range waiting {
+		w.h.pinned = true
+		k := int(w.count)
+		if i == len(waiting)-1 || k < 0 || k > len(free) {
+			k = len(free)
+		}
+		give(w.h, free[:k])
+		free = free[k:]
+	}
+}
+
+// roomyDomains are the paths of `free` (in order) whose domain at `level` (numa, or pcie
+// below it) holds at least `count` of them.
+func roomyDomains(free []string, level string, count int) []string {
+	depth := 1
+	if level == levelPCIe {
+		depth = 2
+	}
+	domainOf := func(path string) string {
+		parts := strings.SplitN(path, "/", depth+1)
+		return strings.Join(parts[:depth], "/")
+	}
+	size := map[string]int{}
+	for _, p := range free {
+		size[domainOf(p)]++
+	}
+	var out []string
+	for _, p := range free {
+		if size[domainOf(p)] >= count {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // workloads groups held pods (in the builder's order, every member of each PodGroup they name
@@ -792,7 +959,7 @@ func (b *builder) workloads(all []*heldPod) ([]Workload, error) {
 					w.Extra += h.cost.Extra
 					w.SinceCkpt = max(w.SinceCkpt, h.cost.SinceCkpt)
 					w.Priority = max(w.Priority, prio)
-					w.Preemptible = w.Preemptible && p.DeletionTimestamp == nil
+					w.Preemptible = w.Preemptible && p.DeletionTimestamp == nil && !h.pinned
 					continue
 				}
 				gangs[h.group] = len(ws)
@@ -811,7 +978,7 @@ func (b *builder) workloads(all []*heldPod) ([]Workload, error) {
 		// so evicting it again frees nothing that is not being freed already, and its room is
 		// not this preemptor's to plan on (see reserve.go); its resourceVersion moved when it
 		// began terminating, so a mirror derives it again.
-		w.Preemptible = p.DeletionTimestamp == nil
+		w.Preemptible = p.DeletionTimestamp == nil && !h.pinned
 		w.Replicas = 1
 		w.WholeDevices = h.devices
 		w.Demand = h.demand

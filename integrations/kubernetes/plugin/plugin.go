@@ -206,6 +206,9 @@ func (pl *Plugin) inputs() (*Inputs, error) {
 		if in.Claims, err = dra.ResourceClaims().List(); err != nil {
 			return nil, err
 		}
+		// List has the allocations written or assumed after the API call, not those made in
+		// Reserve and still being written: a pod bound meanwhile holds those (see nodeHeld).
+		in.PendingAllocation = dra.ResourceClaims().GetPendingAllocation
 	}
 	if pl.pdbs != nil {
 		if in.PDBs, err = pl.pdbs.List(labels.Everything()); err != nil {
@@ -287,11 +290,12 @@ func planUsable(d *decision) string {
 
 // simulateGang checks a gang's plan before any eviction, as the stock workload-aware
 // preemption does: the victims removed from the scheduler's snapshot (a mutation session,
-// undone after), then the PodGroup scheduling algorithm run for the gang. With DRA it is not
-// run: DynamicResources never frees the victims' devices, so the algorithm would refuse every
-// plan; the gang's eligibility is then the spec-only filters and the model's.
+// undone after), then the PodGroup scheduling algorithm run for the gang. With DRA the
+// victims' ResourceClaims are released too for the run (see releaseClaims): the algorithm's
+// DynamicResources allocates from the DRA manager's claims, not from the snapshot's pods, so
+// without it every plan would be refused.
 func (pl *Plugin) simulateGang(ctx context.Context, pod *corev1.Pod, victims []*Workload, fn fwk.PodGroupSchedulingFunc) (err error) {
-	if !wantsExtended(&pl.args, pod) || fn == nil {
+	if fn == nil {
 		return nil
 	}
 	mutable := pl.fh.MutableSnapshotSharedLister()
@@ -314,10 +318,56 @@ func (pl *Plugin) simulateGang(ctx context.Context, pod *corev1.Pod, victims []*
 			}
 		}
 	}
+	if !wantsExtended(&pl.args, pod) {
+		restore, err := releaseClaims(logger, pl.fh.SharedDRAManager(), victims)
+		if err != nil {
+			return fmt.Errorf("the gang simulation: %w", err)
+		}
+		defer restore()
+	}
 	if _, st := fn(ctx); !st.IsSuccess() {
 		return fmt.Errorf("the gang simulation refuses the plan: %s %s: %s", st.Plugin(), st.Code(), st.Message())
 	}
 	return nil
+}
+
+// releaseClaims makes the DRA manager see every allocated ResourceClaim of the victims as
+// deallocated (its allocation and reservations gone, as the resourceclaim controller leaves it
+// once the pod is gone), by assuming such a copy in its claim cache, as DynamicResources
+// assumes a claim it has just written; restore assumes again the object that was there, so
+// that the cache holds exactly what it held (or, if the informer brought a newer version
+// meanwhile, that one, which Assume does not overwrite). Assuming moves the allocated-devices
+// tracker at once (its handlers run before Assume returns). Its other effect: the scheduler's
+// queue sees the claims change twice, which may retry pods waiting for devices once more.
+func releaseClaims(logger klog.Logger, dra fwk.SharedDRAManager, victims []*Workload) (restore func(), err error) {
+	var kept []*resourcev1.ResourceClaim
+	restore = func() {
+		for _, c := range kept {
+			if err := dra.ResourceClaims().AssumeClaimAfterAPICall(c); err != nil {
+				logger.V(4).Info("topopreempt: a newer version of a released claim arrived during the gang simulation", "claim", klog.KObj(c), "err", err)
+			}
+		}
+	}
+	if dra == nil {
+		return restore, nil
+	}
+	for _, w := range victims {
+		for _, c := range w.Claims {
+			cur, err := dra.ResourceClaims().Get(c.Namespace, c.Name)
+			if err != nil || cur.UID != c.UID || cur.Status.Allocation == nil {
+				continue // gone or deallocated already: nothing to release
+			}
+			released := cur.DeepCopy()
+			released.Status.Allocation = nil
+			released.Status.ReservedFor = nil
+			if err := dra.ResourceClaims().AssumeClaimAfterAPICall(released); err != nil {
+				restore()
+				return nil, fmt.Errorf("releasing victim claim %s/%s: %w", c.Namespace, c.Name, err)
+			}
+			kept = append(kept, cur)
+		}
+	}
+	return restore, nil
 }
 
 // simulate checks the plan on the scheduler's own view before any eviction, as

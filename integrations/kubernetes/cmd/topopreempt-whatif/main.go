@@ -3,7 +3,7 @@
 // Command topopreempt-whatif answers offline "whom would TopoPreempt preempt for this pod, and
 // why" from a dump of a live cluster:
 //
-//	kubectl get nodes,pods,resourceslices,resourceclaims,podgroups -A -o json > cluster.json
+//	kubectl get nodes,pods,resourceslices,resourceclaims,podgroups,poddisruptionbudgets -A -o json > cluster.json
 //	topopreempt-whatif -f cluster.json --pod team-a/trainer-0
 //
 // It builds the model with the plugin's own code (topopreempt.BuildModel, the plugin's args
@@ -61,7 +61,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
 	var o options
 	fs := flag.NewFlagSet("topopreempt-whatif", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.cluster, "f", "-", "the cluster: `file` of `kubectl get nodes,pods,resourceslices,resourceclaims,podgroups -A -o json` (JSON or YAML; - stdin)")
+	fs.StringVar(&o.cluster, "f", "-", "the cluster: `file` of `kubectl get nodes,pods,resourceslices,resourceclaims,podgroups,poddisruptionbudgets -A -o json` (JSON or YAML; - stdin)")
 	fs.StringVar(&o.pod, "pod", "", "the preemptor: a pending pod of the cluster file, `namespace/name`")
 	fs.StringVar(&o.podGroup, "podgroup", "", "the preemptor: the pending pods of a PodGroup of the cluster file, `namespace/name`")
 	fs.StringVar(&o.preemptor, "preemptor", "", "the preemptor: a manifest `file` (YAML or JSON): one Pod, or a PodGroup and its Pods, with their ResourceClaims or ResourceClaimTemplates")

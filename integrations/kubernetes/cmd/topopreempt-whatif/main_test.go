@@ -19,6 +19,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 
 	topopreempt "github.com/topopreempt/topopreempt/integrations/kubernetes/plugin"
 )
@@ -42,18 +43,10 @@ func runTool(t *testing.T, stdin string, argv ...string) (code int, stdout, stde
 	return code, out.String(), errOut.String()
 }
 
-// whatif runs the tool with --json and decodes its answer.
+// whatif runs the tool on the fixture with --json and decodes its answer.
 func whatif(t *testing.T, argv ...string) *answer {
 	t.Helper()
-	code, out, errOut := runTool(t, "", append([]string{"-f", fixture, "--config", config, "--now", fixedTime, "--json"}, argv...)...)
-	if code != exitPlan {
-		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
-	}
-	var a answer
-	if err := json.Unmarshal([]byte(out), &a); err != nil {
-		t.Fatalf("output is not the answer's JSON: %v\n%s", err, out)
-	}
-	return &a
+	return askJSON(t, "", append([]string{"-f", fixture}, argv...)...)
 }
 
 func planOf(t *testing.T, a *answer, solver string) *planView {
@@ -403,32 +396,13 @@ func TestBadInput(t *testing.T) {
 // A PodDisruptionBudget that allows no disruption over the eval pods (the cheapest room): the
 // plan avoids them, shows 0 violations proven fewest, and equals the plugin's.
 func TestPDBProtectedVictimsAreAvoided(t *testing.T) {
-	data, err := os.ReadFile(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list map[string]any
-	if err := json.Unmarshal(data, &list); err != nil {
-		t.Fatal(err)
-	}
 	pdb := map[string]any{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
 		"metadata": map[string]any{"namespace": "batch", "name": "eval"},
 		"spec":     map[string]any{"minAvailable": 2, "selector": map[string]any{"matchLabels": map[string]any{"app": "eval"}}},
 		"status":   map[string]any{"disruptionsAllowed": 0, "currentHealthy": 2, "desiredHealthy": 2, "expectedPods": 2}}
-	list["items"] = append(list["items"].([]any), pdb)
-	augmented, err := json.Marshal(list)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code, out, errOut := runTool(t, string(augmented), "--config", config, "--now", fixedTime, "--pod", "research/finetune-0", "--json")
-	if code != exitPlan {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var a answer
-	if err := json.Unmarshal([]byte(out), &a); err != nil {
-		t.Fatalf("decode: %v\n%s", err, out)
-	}
-	p := planOf(t, &a, "branch_and_bound")
+	augmented := fixtureWith(t, pdb)
+	a := askJSON(t, augmented, "--pod", "research/finetune-0")
+	p := planOf(t, a, "branch_and_bound")
 	for _, v := range p.Victims {
 		if strings.Contains(v.Name, "eval") {
 			t.Fatalf("victims %v include a PDB-protected eval pod", victimPods(p))
@@ -437,7 +411,7 @@ func TestPDBProtectedVictimsAreAvoided(t *testing.T) {
 	if p.PDB == nil || p.PDB.Violations != 0 || !p.PDB.Proven || p.PDB.Pass != "protected kept" || p.PDB.Protected != 2 || p.Cost <= 40 {
 		t.Fatalf("plan cost %g, PDB %+v; want above 40 with 0 violations proven, 2 protected", p.Cost, p.PDB)
 	}
-	code, text, _ := runTool(t, string(augmented), "--config", config, "--now", fixedTime, "--pod", "research/finetune-0")
+	code, text, _ := runTool(t, augmented, "--config", config, "--now", fixedTime, "--pod", "research/finetune-0")
 	if code != exitPlan || !strings.Contains(text, "PodDisruptionBudgets: 0 violation(s), no plan violates fewer (protected kept; 2 protected workload(s))") {
 		t.Fatalf("text output lacks the PDB line:\n%s", text)
 	}
@@ -446,4 +420,60 @@ func TestPDBProtectedVictimsAreAvoided(t *testing.T) {
 		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "eval"}}},
 		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}}
 	crossCheck(t, p, []*corev1.Pod{findPod(pods, "research", "finetune-0")}, nil, in)
+}
+
+// A pending pod of higher priority nominated to the cheapest room (gpu-r1-n0) asks for GPUs
+// through DRA: it holds that node (as the plugin's model and Filter do), so the plan goes
+// elsewhere, and equals the plugin's with the same nomination.
+func TestNominatedPodHoldsItsRoom(t *testing.T) {
+	nominee := map[string]any{"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"namespace": "research", "name": "nominee", "uid": "uid-nominee"},
+		"spec": map[string]any{"priority": 600, "containers": []any{map[string]any{"name": "c"}},
+			"resourceClaims": []any{map[string]any{"name": "gpus", "resourceClaimName": "nominee-gpus"}}},
+		"status": map[string]any{"phase": "Pending", "nominatedNodeName": "gpu-r1-n0"}}
+	a := askJSON(t, fixtureWith(t, nominee), "--pod", "research/finetune-0", "--solver", "branch_and_bound")
+	p := planOf(t, a, "branch_and_bound")
+	if slices.Contains(p.Nodes, "gpu-r1-n0") || p.Cost <= 40 || !strings.Contains(a.Ineligible["gpu-r1-n0"], "nominee") {
+		t.Fatalf("plan on %v cost %g, ineligible %v; want gpu-r1-n0 reserved for the nominee and a dearer room", p.Nodes, p.Cost, a.Ineligible)
+	}
+	in, pods, _ := pluginView(t)
+	in.Nominated = []topopreempt.Nominee{{Pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: "nominee", UID: "uid-nominee"},
+		Spec: corev1.PodSpec{Priority: ptr.To[int32](600), ResourceClaims: []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimName: ptr.To("nominee-gpus")}}}},
+		Node: "gpu-r1-n0"}}
+	crossCheck(t, p, []*corev1.Pod{findPod(pods, "research", "finetune-0")}, nil, in)
+}
+
+// fixtureWith is the fixture's List with more items, as JSON.
+func fixtureWith(t *testing.T, items ...map[string]any) string {
+	t.Helper()
+	data, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list map[string]any
+	if err := json.Unmarshal(data, &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range items {
+		list["items"] = append(list["items"].([]any), item)
+	}
+	augmented, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(augmented)
+}
+
+// askJSON runs the tool on `input` (stdin) with the fixture's config and clock and --json.
+func askJSON(t *testing.T, input string, argv ...string) *answer {
+	t.Helper()
+	code, out, errOut := runTool(t, input, append([]string{"--config", config, "--now", fixedTime, "--json"}, argv...)...)
+	if code != exitPlan {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var a answer
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatalf("decode: %v\n%s", err, out)
+	}
+	return &a
 }

@@ -33,8 +33,9 @@ type preemptorSpec struct {
 }
 
 // newQuestion builds the scheduler's view from a cluster dump the way the plugin's inputs()
-// reads its snapshot: every node, the non-terminal pods bound to a known node, every
-// ResourceSlice and ResourceClaim, and the PodGroups by name.
+// reads its snapshot: every node, the non-terminal pods bound to a known node, the pending
+// pods nominated to a known node, every ResourceSlice and ResourceClaim, the
+// PodDisruptionBudgets, and the PodGroups by name.
 func newQuestion(cluster *objects, spec *preemptorSpec, now time.Time) (*question, error) {
 	q := &question{in: &topopreempt.Inputs{Pods: map[string][]*corev1.Pod{}, Now: now}}
 	q.warnings = cluster.missing()
@@ -71,6 +72,15 @@ func newQuestion(cluster *objects, spec *preemptorSpec, now time.Time) (*questio
 	}
 	if offNode > 0 {
 		q.warnings = append(q.warnings, fmt.Sprintf("%d bound pods on nodes not in the input were left out", offNode))
+	}
+	// The scheduler's nominator: pending pods with status.nominatedNodeName (those of at least
+	// the preemptor's priority hold their rooms, as in the plugin; see reserve.go). The
+	// plugin's own preemptions in flight are its memory, not in a dump: their preemptors carry
+	// the same nominatedNodeName once PostFilter has returned.
+	for _, p := range cluster.Pods {
+		if n := p.Status.NominatedNodeName; p.Spec.NodeName == "" && n != "" && known[n] && p.DeletionTimestamp == nil {
+			q.in.Nominated = append(q.in.Nominated, topopreempt.Nominee{Pod: p, Node: n})
+		}
 	}
 
 	templates := cluster.Templates

@@ -128,6 +128,9 @@ func TestScenarios(t *testing.T) {
 					res.VictimCost, res.WastedEvictions, res.PDBViolations, res.OptimumVictims, res.OptimumCost)
 				results = append(results, res)
 				checkInvariants(t, s, res)
+				if res.WhatIf != nil && !res.WhatIf.Agrees {
+					t.Errorf("%s/%s with %s: topopreempt-whatif on a dump of the state: %s", s.Name, s.Mode, v.Name, res.WhatIf.Note)
+				}
 			}
 		})
 	}
@@ -308,6 +311,7 @@ func markdown(results []*Result) string {
 		}
 		fmt.Fprintf(&b, "- %s (%s) / %s: %s; optimum: %s\n", r.Scenario, r.Mode, r.Scheduler, strings.Join(names, ", "), r.Optimum)
 	}
+	b.WriteString(whatIfMarkdown(results))
 	b.WriteString(sequenceMarkdown(results))
 	return b.String()
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -83,6 +85,9 @@ type Result struct {
 	OptimumVictims int      `json:"optimum_victims"`
 	PostFilter     []Timing `json:"postfilter"`
 	SchedulerLog   string   `json:"scheduler_log"`
+	// WhatIf is topopreempt-whatif's answer on a dump of the state (the -whatif variant, where
+	// whatIfApplies), compared with what this scheduler evicted.
+	WhatIf *WhatIf `json:"whatif,omitempty"`
 	// Sequence is set when the scenario submits several preemptors one after another
 	// (Scenario.Preemptors > 1): what happened to each, in order. The fields above then sum
 	// (victims, cost, wasted) or combine (ran: any; topology: every one that ran) over them.
@@ -143,6 +148,13 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	if s.Preemptors > 1 {
 		return runSequence(ctx, c, sched, s, res, ns, fillWatch, preempted)
 	}
+	if v.Name == *whatIfVariant {
+		if why := whatIfApplies(s); why != "" {
+			logf("%s: what-if not compared: %s", ns, why)
+		} else if res.WhatIf, err = askWhatIf(ctx, c, s, ns, v); err != nil {
+			return nil, err
+		}
+	}
 	submitted := time.Now()
 	if err := submitPreemptor(ctx, client, ns, s.Mode, s.Preemptor); err != nil {
 		return nil, err
@@ -168,6 +180,9 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	drain(fillWatch, preempted)
 	if err := observe(ctx, client, ns, s, res, preempted); err != nil {
 		return nil, err
+	}
+	if res.WhatIf != nil {
+		res.WhatIf.compare(res)
 	}
 	if res.EvictedTwice, err = evictedTwice(ctx, client, ns); err != nil {
 		return nil, err
@@ -256,24 +271,45 @@ func hasDisruptionTarget(pod *corev1.Pod) bool {
 func preemptorPodName(p PreemptorSpec, i int) string { return fmt.Sprintf("%s-%d", p.Name, i) }
 
 func submitPreemptor(ctx context.Context, client kubernetes.Interface, ns string, mode GPUMode, p PreemptorSpec) error {
-	group := ""
-	if p.Group != nil {
-		if _, err := client.SchedulingV1beta1().PodGroups(ns).Create(ctx, makePodGroup(ns, *p.Group), metav1.CreateOptions{}); err != nil {
+	group, claims, pods := preemptorObjects(ns, mode, p)
+	if group != nil {
+		if _, err := client.SchedulingV1beta1().PodGroups(ns).Create(ctx, group, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("preemptor podgroup: %w", err)
 		}
-		group = p.Group.Name
 	}
+	for i, pod := range pods {
+		if mode == DRA {
+			if _, err := client.ResourceV1().ResourceClaims(ns).Create(ctx, claims[i], metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("preemptor claim: %w", err)
+			}
+		}
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("preemptor pod: %w", err)
+		}
+	}
+	return nil
+}
+
+// preemptorObjects are the objects submitPreemptor creates: the preemptor's PodGroup (nil
+// none), and its pods with (DRA) one ResourceClaim each, claims[i] pods[i]'s.
+func preemptorObjects(ns string, mode GPUMode, p PreemptorSpec) (*schedulingv1beta1.PodGroup, []*resourcev1.ResourceClaim, []*corev1.Pod) {
+	var group *schedulingv1beta1.PodGroup
+	groupName := ""
+	if p.Group != nil {
+		group = makePodGroup(ns, *p.Group)
+		groupName = p.Group.Name
+	}
+	var claims []*resourcev1.ResourceClaim
+	var pods []*corev1.Pod
 	for i := 0; i < p.Pods; i++ {
 		name := preemptorPodName(p, i)
 		var pod *corev1.Pod
 		if mode == ExtendedResource {
-			pod = makePod(ns, name, "preemptor", p.Priority, "", group, p.GPUsPerPod, 0, p.cpuOf())
+			pod = makePod(ns, name, "preemptor", p.Priority, "", groupName, p.GPUsPerPod, 0, p.cpuOf())
 		} else {
 			claim := makeClaim(ns, name+"-gpus", p.GPUsPerPod, p.SameNUMA)
-			if _, err := client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-				return fmt.Errorf("preemptor claim: %w", err)
-			}
-			pod = makePod(ns, name, "preemptor", p.Priority, claim.Name, group, 0, 0, p.cpuOf())
+			claims = append(claims, claim)
+			pod = makePod(ns, name, "preemptor", p.Priority, claim.Name, groupName, 0, 0, p.cpuOf())
 		}
 		pod.Spec.NodeSelector = p.NodeSelector
 		if p.AvoidNode != "" {
@@ -281,11 +317,16 @@ func submitPreemptor(ctx context.Context, client kubernetes.Interface, ns string
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
 					Key: HostLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{p.AvoidNode}}}}}}}}
 		}
-		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("preemptor pod: %w", err)
+		if len(p.AvoidPodsLabelled) > 0 {
+			if pod.Spec.Affinity == nil {
+				pod.Spec.Affinity = &corev1.Affinity{}
+			}
+			pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: p.AvoidPodsLabelled}, TopologyKey: HostLabel}}}
 		}
+		pods = append(pods, pod)
 	}
-	return nil
+	return group, claims, pods
 }
 
 func preemptorRunning(ctx context.Context, client kubernetes.Interface, ns string, p PreemptorSpec) (bool, error) {

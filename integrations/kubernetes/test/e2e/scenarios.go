@@ -33,6 +33,8 @@ type PreemptorSpec struct {
 	NodeSelector map[string]string
 	AvoidNode    string
 	CPUMilli     int
+	// AvoidPodsLabelled: a required pod anti-affinity (per node) against pods with these labels.
+	AvoidPodsLabelled map[string]string
 }
 
 func (p PreemptorSpec) cpuOf() int {
@@ -72,6 +74,9 @@ type Scenario struct {
 	// optimum's cost (-baseline; the issue-33 states, where everything that matters is visible
 	// to TopoPreempt in both GPU modes).
 	ReachOptimum bool
+	// WhatIfDiffers says why topopreempt-whatif's plan on this state is not the plugin's
+	// evictions ("": it must be, where the state is checked at all; see whatif.go).
+	WhatIfDiffers string
 }
 
 // defaultCost prices a victim by priority (priority + 1), the way the Slurm integration's
@@ -120,6 +125,7 @@ func Scenarios(scaleNodes int, scaleModes []GPUMode, scalePreemptors int, scaleV
 	var out []*Scenario
 	builds := []func() *Scenario{numaFragmented, cheapestNotLowest, gangOneRack, unsatisfiable}
 	builds = append(builds, SchedulerKnowsScenarios()...)
+	builds = append(builds, gangRefused)
 	builds = append(builds, arrivingTogether)
 	for _, build := range builds {
 		for _, mode := range []GPUMode{DRA, ExtendedResource} {
@@ -210,7 +216,7 @@ func gangOneRack() *Scenario {
 		Nodes: nodes, Fill: withDefaultCosts(fill),
 		Preemptor:   PreemptorSpec{Name: "gang", Priority: "preemptor", Pods: 2, GPUsPerPod: 8, Group: group},
 		Schedulable: true, Optimum: "the 4 low pods of rack-1", OptimumCost: 404, OptimumVictims: 4,
-		Watch: 45 * time.Second,
+		ReachOptimum: true, Watch: 45 * time.Second,
 	}
 }
 
