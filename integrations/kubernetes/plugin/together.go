@@ -58,25 +58,57 @@ func (p *PendingPreemptor) uid() types.UID {
 
 func (p *PendingPreemptor) priority() int32 { return podPriority(p.Pods[0]) }
 
-// schedulerBefore is the scheduler's order: priority descending, then creation time, then uid.
-func schedulerBefore(pa, pb int32, ca, cb time.Time, ua, ub types.UID) bool {
-	if pa != pb {
-		return pa > pb
+// orderKey is where a preemptor stands in the scheduler's order: priority descending, then
+// creation time. The API keeps creation times to the second, and preemptors created together
+// share one, while the scheduler's queue orders them by when it received them, which the
+// plugin does not see; among those the larger request (GPUs in all) goes first, as in
+// first-fit decreasing, so that the queue does not let small requests fragment the rooms a
+// gang needs; then the uid.
+type orderKey struct {
+	priority int32
+	created  time.Time
+	gpus     int64
+	uid      types.UID
+}
+
+func (a orderKey) before(b orderKey) bool {
+	if a.priority != b.priority {
+		return a.priority > b.priority
 	}
-	if !ca.Equal(cb) {
-		return ca.Before(cb)
+	if !a.created.Equal(b.created) {
+		return a.created.Before(b.created)
 	}
-	return ua < ub
+	if a.gpus != b.gpus {
+		return a.gpus > b.gpus
+	}
+	return a.uid < b.uid
+}
+
+// key is the preemptor's place in the scheduler's order (GPUs unknown yet: 0).
+func (p *PendingPreemptor) key() orderKey {
+	return orderKey{priority: p.priority(), created: p.Created, uid: p.uid()}
+}
+
+// keyOf is a queue entry's place in the scheduler's order.
+func keyOf(w *Workload, created time.Time, uid types.UID) orderKey {
+	return orderKey{priority: w.Priority, created: created, gpus: int64(w.Replicas) * int64(w.WholeDevices), uid: uid}
 }
 
 // PendingPreemptors are the preemptors pending beside the one in hand (pods, group), from
-// every pod the scheduler's informer lists (all), in the scheduler's order, at most
-// maxTogether. inFlight are the UIDs (pod or PodGroup) of preemptors whose evictions run.
+// every pod the scheduler's informer lists (all), in the scheduler's order (GPUs not yet
+// counted), at most maxTogether. inFlight are the UIDs (pod or PodGroup) of preemptors whose evictions run.
 func PendingPreemptors(args *Args, in *Inputs, all []*corev1.Pod, pods []*corev1.Pod, group *schedulingv1beta1.PodGroup, inFlight map[types.UID]bool) []PendingPreemptor {
 	self := selfUIDs(pods, group)
-	nominated := map[types.UID]bool{}
+	// Nominated, or in the snapshot already: a pod assumed on a node while it is being bound
+	// is still unbound in the informer's copy.
+	placed := map[types.UID]bool{}
 	for _, n := range in.Nominated {
-		nominated[n.Pod.UID] = true
+		placed[n.Pod.UID] = true
+	}
+	for _, ps := range in.Pods {
+		for _, p := range ps {
+			placed[p.UID] = true
+		}
 	}
 	lowest, running := int32(0), false
 	for _, ps := range in.Pods {
@@ -100,7 +132,7 @@ func PendingPreemptors(args *Args, in *Inputs, all []*corev1.Pod, pods []*corev1
 			continue
 		}
 		waiting := p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Status.NominatedNodeName == "" &&
-			!nominated[p.UID] && !inFlight[p.UID] && (p.Spec.PreemptionPolicy == nil || *p.Spec.PreemptionPolicy != corev1.PreemptNever) &&
+			!placed[p.UID] && !inFlight[p.UID] && (p.Spec.PreemptionPolicy == nil || *p.Spec.PreemptionPolicy != corev1.PreemptNever) &&
 			running && podPriority(p) > lowest && wantsExtended(args, p) == ext
 		if gk == "" {
 			if waiting {
@@ -137,7 +169,7 @@ func PendingPreemptors(args *Args, in *Inputs, all []*corev1.Pod, pods []*corev1
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := &out[i], &out[j]
-		return schedulerBefore(a.priority(), b.priority(), a.Created, b.Created, a.uid(), b.uid())
+		return a.key().before(b.key())
 	})
 	if len(out) > maxTogether {
 		out = out[:maxTogether]
@@ -197,7 +229,7 @@ func (m *mirror) runQueue(entries []queueEntry, args *Args, selfFirst bool) (*qu
 		if selfFirst && a.w.Priority == b.w.Priority && a.self != b.self {
 			return a.self
 		}
-		return schedulerBefore(a.w.Priority, b.w.Priority, a.created, b.created, a.uid, b.uid)
+		return keyOf(&a.w, a.created, a.uid).before(keyOf(&b.w, b.created, b.uid))
 	})
 	ws := make([]Workload, len(order))
 	selfID := uint64(0)
@@ -290,7 +322,7 @@ func (m *mirror) together(args *Args, in *Inputs, pre *Workload, pods []*corev1.
 		w.Key = "queued/" + string(o.uid())
 		entries = append(entries, queueEntry{w: w, created: o.Created, uid: o.uid()})
 		higher = higher || w.Priority > pre.Priority
-		if w.Priority == pre.Priority && schedulerBefore(w.Priority, pre.Priority, o.Created, created, o.uid(), uid) {
+		if w.Priority == pre.Priority && keyOf(&w, o.Created, o.uid()).before(keyOf(pre, created, uid)) {
 			ahead = true
 		}
 	}

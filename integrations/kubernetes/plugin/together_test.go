@@ -69,6 +69,8 @@ func TestPlannedTogetherInTheSchedulersOrder(t *testing.T) {
 		// An earlier 8-GPU preemptor fits only on a: with pre first it is infeasible, in the
 		// scheduler's order both are placed (6 + 2): pre defers.
 		{"equal priority, both placed", []*corev1.Pod{pending("q", 500, 8, -5)}, "b-cheap", "deferred", 1},
+		// Created in the same second: the larger request goes first, and pre defers.
+		{"same second, larger first", []*corev1.Pod{pending("q", 500, 8, 0)}, "b-cheap", "deferred", 1},
 		// Created after pre: planned after it, it cannot change pre's plan.
 		{"later", []*corev1.Pod{pending("q", 500, 8, 5)}, "a-cheap", "alone", 1},
 	} {
@@ -118,7 +120,7 @@ func TestQueueKeepsPDBsFirst(t *testing.T) {
 	}
 }
 
-// Which pods are pending preemptors: unbound, not nominated, not in flight, of the same
+// Which pods are pending preemptors: unbound (nor assumed), not nominated, not in flight, of the same
 // scheduler and GPU kind, above some running pod's priority, not PreemptNever; a gang whole
 // (its pending pods, none bound), in the scheduler's order.
 func TestPendingPreemptors(t *testing.T) {
@@ -136,6 +138,10 @@ func TestPendingPreemptors(t *testing.T) {
 	never.Spec.PreemptionPolicy = ptr.To(corev1.PreemptNever)
 	lowest := pending("lowest", 100, 4, 1)
 	flying := pending("in-flight", 500, 4, 1)
+	assumed := pending("assumed", 500, 4, 1) // being bound: on a node in the snapshot only
+	inSnapshot := assumed.DeepCopy()
+	inSnapshot.Spec.NodeName = "b"
+	s.in.Pods["b"] = append(s.in.Pods["b"], inSnapshot)
 	noGPU := pending("no-gpu", 500, 0, 1)
 	noGPU.Spec.Containers = nil
 	g1, g2 := inGroup(pending("g-0", 500, 8, 3), "g"), inGroup(pending("g-1", 500, 8, 3), "g")
@@ -148,7 +154,7 @@ func TestPendingPreemptors(t *testing.T) {
 	}
 	s.in.PodGroup = func(ns, name string) *schedulingv1beta1.PodGroup { return groups[name] }
 	late, early, high := pending("late", 500, 4, 9), pending("early", 500, 4, -9), pending("high", 900, 4, 20)
-	all := []*corev1.Pod{pre, bound, nominated, nominee, other, never, lowest, flying, noGPU, g1, g2, h1, h2, late, early, high}
+	all := []*corev1.Pod{pre, bound, nominated, nominee, other, never, lowest, flying, assumed, noGPU, g1, g2, h1, h2, late, early, high}
 	got := PendingPreemptors(extArgs(), &s.in, all, []*corev1.Pod{pre}, nil, map[types.UID]bool{flying.UID: true})
 	var names []string
 	for _, p := range got {
@@ -184,21 +190,20 @@ func TestQueueLeavesOutOtherEligibility(t *testing.T) {
 	}
 }
 
-// The scheduler's order: priority, then creation time, then uid.
-func TestSchedulerBefore(t *testing.T) {
+// The scheduler's order: priority, then creation time, then the larger request, then uid.
+func TestOrderKey(t *testing.T) {
 	t0 := time.Unix(1, 0)
 	for i, c := range []struct {
-		pa, pb int32
-		ca, cb time.Time
-		ua, ub types.UID
+		a, b   orderKey
 		before bool
 	}{
-		{9, 5, t0.Add(time.Hour), t0, "b", "a", true},
-		{5, 5, t0, t0.Add(time.Second), "b", "a", true},
-		{5, 5, t0, t0, "a", "b", true},
-		{5, 5, t0, t0, "b", "a", false},
+		{orderKey{9, t0.Add(time.Hour), 1, "b"}, orderKey{5, t0, 16, "a"}, true},
+		{orderKey{5, t0, 1, "b"}, orderKey{5, t0.Add(time.Second), 16, "a"}, true},
+		{orderKey{5, t0, 16, "b"}, orderKey{5, t0, 4, "a"}, true},
+		{orderKey{5, t0, 4, "a"}, orderKey{5, t0, 4, "b"}, true},
+		{orderKey{5, t0, 4, "b"}, orderKey{5, t0, 4, "a"}, false},
 	} {
-		if got := schedulerBefore(c.pa, c.pb, c.ca, c.cb, c.ua, c.ub); got != c.before {
+		if got := c.a.before(c.b); got != c.before {
 			t.Errorf("case %d: %v, want %v", i, got, c.before)
 		}
 	}
