@@ -330,6 +330,11 @@ func (m *mirror) together(args *Args, in *Inputs, pre *Workload, pods []*corev1.
 	if t.Queued == 0 {
 		return solo, t, nil
 	}
+	if !ahead && !higher {
+		// First in the order: the queue would plan it first, on its own question's state.
+		t.Why = "no pending preemptor comes before it"
+		return solo, t, nil
+	}
 	order, err := m.runQueue(entries, args, false)
 	if err != nil {
 		return nil, t, err
