@@ -138,6 +138,7 @@ func TestScenarios(t *testing.T) {
 	}
 	if *baseline != "" {
 		compareWithBaseline(t, *baseline, results)
+		compareCrowds(t, *baseline, results)
 	}
 }
 
@@ -309,5 +310,6 @@ func markdown(results []*Result) string {
 		fmt.Fprintf(&b, "- %s (%s) / %s: %s; optimum: %s\n", r.Scenario, r.Mode, r.Scheduler, strings.Join(names, ", "), r.Optimum)
 	}
 	b.WriteString(sequenceMarkdown(results))
+	b.WriteString(crowdMarkdown(results))
 	return b.String()
 }
