@@ -100,21 +100,24 @@ func keyOf(w *Workload, created time.Time, uid types.UID) orderKey {
 func PendingPreemptors(args *Args, in *Inputs, all []*corev1.Pod, pods []*corev1.Pod, group *schedulingv1beta1.PodGroup, inFlight map[types.UID]bool) []PendingPreemptor {
 	self := selfUIDs(pods, group)
 	// Nominated, or in the snapshot already: a pod assumed on a node while it is being bound
-	// is still unbound in the informer's copy.
-	placed := map[types.UID]bool{}
-	for _, n := range in.Nominated {
-		placed[n.Pod.UID] = true
-	}
-	for _, ps := range in.Pods {
-		for _, p := range ps {
-			placed[p.UID] = true
-		}
-	}
+	// is still unbound in the informer's copy. Read once an unbound pod needs it (usually
+	// none: every pod but the preemptor is bound).
+	var placed map[types.UID]bool
 	lowest, running := int32(0), false
-	for _, ps := range in.Pods {
-		for _, p := range ps {
-			if p.DeletionTimestamp == nil && (!running || podPriority(p) < lowest) {
-				lowest, running = podPriority(p), true
+	readSnapshot := func() {
+		if placed != nil {
+			return
+		}
+		placed = map[types.UID]bool{}
+		for _, n := range in.Nominated {
+			placed[n.Pod.UID] = true
+		}
+		for _, ps := range in.Pods {
+			for _, p := range ps {
+				placed[p.UID] = true
+				if p.DeletionTimestamp == nil && (!running || podPriority(p) < lowest) {
+					lowest, running = podPriority(p), true
+				}
 			}
 		}
 	}
@@ -131,9 +134,12 @@ func PendingPreemptors(args *Args, in *Inputs, all []*corev1.Pod, pods []*corev1
 		if p.Spec.SchedulerName != scheduler || self[p.UID] || (group != nil && sameGroup(p, pods[0])) {
 			continue
 		}
-		waiting := p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Status.NominatedNodeName == "" &&
-			!placed[p.UID] && !inFlight[p.UID] && (p.Spec.PreemptionPolicy == nil || *p.Spec.PreemptionPolicy != corev1.PreemptNever) &&
-			running && podPriority(p) > lowest && wantsExtended(args, p) == ext
+		waiting := p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Status.NominatedNodeName == ""
+		if waiting {
+			readSnapshot()
+			waiting = !placed[p.UID] && !inFlight[p.UID] && (p.Spec.PreemptionPolicy == nil || *p.Spec.PreemptionPolicy != corev1.PreemptNever) &&
+				running && podPriority(p) > lowest && wantsExtended(args, p) == ext
+		}
 		if gk == "" {
 			if waiting {
 				out = append(out, PendingPreemptor{Pods: []*corev1.Pod{p}, Created: p.CreationTimestamp.Time})
