@@ -544,6 +544,7 @@ type decision struct {
 	pdb        PDBOutcome
 	ineligible map[string]string // the GPU nodes the preemptor may not use, with the reason
 	reserved   int               // nominees whose rooms were reserved
+	together   Together          // what planning with the other pending preemptors did
 	synced     string            // what the sync did, for the log: "rebuilt, +starts -finishes, n nodes derived"
 }
 
@@ -643,8 +644,14 @@ func (m *mirror) protect(keys map[string]bool) error {
 }
 
 // decide syncs the mirror to `in` and asks for a plan for the preemptor `pods` (one pod, or
-// the unscheduled pods of `group`).
+// the unscheduled pods of `group`), alone.
 func (m *mirror) decide(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1beta1.PodGroup) (*decision, error) {
+	return m.decideWith(args, in, pods, group, nil)
+}
+
+// decideWith is decide with the other pending preemptors `others`, planned with it where that
+// is cheaper (together.go).
+func (m *mirror) decideWith(args *Args, in *Inputs, pods []*corev1.Pod, group *schedulingv1beta1.PodGroup, others []PendingPreemptor) (*decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rebuilds, starts, finishes, derived := m.rebuilds, m.starts, m.finishes, m.derived
@@ -682,6 +689,10 @@ func (m *mirror) decide(args *Args, in *Inputs, pods []*corev1.Pod, group *sched
 	}
 	pre.ID = id
 	d := &decision{synced: synced, ineligible: b.ineligible(pods)}
+	own := make(map[string]string, len(d.ineligible))
+	for n, why := range d.ineligible {
+		own[n] = why
+	}
 	reserved, full := b.reservations(self, func(n string) []*heldPod {
 		if st := m.nodes[n]; st != nil {
 			return st.held
@@ -721,18 +732,23 @@ func (m *mirror) decide(args *Args, in *Inputs, pods []*corev1.Pod, group *sched
 		if err != nil {
 			return nil, nil, err
 		}
-		victims = victims[:0]
+		if victims, err = m.workloadsOf(plan); err != nil {
+			return nil, nil, err
+		}
 		var pods []*corev1.Pod
-		for _, v := range plan.Victims {
-			w, ok := m.byID[v]
-			if !ok {
-				return nil, nil, fmt.Errorf("topopreempt: the plan names unknown workload %d", v)
-			}
-			victims = append(victims, w)
+		for _, w := range victims {
 			pods = append(pods, w.Pods...)
 		}
 		return plan, pods, nil
 	})
+	if err == nil && (plan.Status == "optimal" || plan.Status == "feasible") {
+		var chosen *Plan
+		chosen, d.together, err = m.together(args, in, &pre, pods, group, plan, outcome.Violations, own, others)
+		if err == nil && chosen != plan {
+			plan = chosen
+			victims, err = m.workloadsOf(chosen)
+		}
+	}
 	if err != nil {
 		m.reset() // the cluster may be fine, but a fresh one is the safe answer to a C error
 		return nil, err

@@ -270,7 +270,11 @@ func (pl *Plugin) decide(pods []*corev1.Pod, group *schedulingv1beta1.PodGroup, 
 		return nil, err
 	}
 	in.Refused = refused(in.Nodes, statuses)
-	return pl.mirrors[wantsExtended(&pl.args, pods[0])].decide(&pl.args, in, pods, group)
+	others, err := pl.pendingTogether(in, pods, group)
+	if err != nil {
+		return nil, err
+	}
+	return pl.mirrors[wantsExtended(&pl.args, pods[0])].decideWith(&pl.args, in, pods, group, others)
 }
 
 // planUsable says why a decision may not be acted on ("" if it may): a status that proves
@@ -483,7 +487,7 @@ func (pl *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *cor
 		nomination{node: node, nominees: nominees([]*corev1.Pod{pod}, plan)})
 	logger.Info("topopreempt: preempting", "pod", klog.KObj(pod), "node", node, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status,
 		"pdb", d.pdb.String(), "ineligibleNodes", len(d.ineligible),
-		"reserved", d.reserved, "decided", time.Since(started), "solve", time.Duration(plan.Seconds*float64(time.Second)), "synced", d.synced)
+		"reserved", d.reserved, "together", d.together.String(), "decided", time.Since(started), "solve", time.Duration(plan.Seconds*float64(time.Second)), "synced", d.synced)
 	return &fwk.PostFilterResult{NominatingInfo: &fwk.NominatingInfo{NominatedNodeName: node, NominatingMode: fwk.ModeOverride}}, fwk.NewStatus(fwk.Success)
 }
 
@@ -533,7 +537,8 @@ func (pl *Plugin) PodGroupPostFilter(ctx context.Context, state fwk.PodGroupCycl
 	}
 	pl.evict(ctx, d, strings.Join(uniq(plan.Hosts), ","), &preemptor{pod: pods[0], group: group, pods: byName},
 		nomination{gang: result.NominatingInfos, nominees: nominees(pods, plan)})
-	logger.Info("topopreempt: preempting for gang", "group", pgInfo.GetKey(), "nodes", plan.Hosts, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status)
+	logger.Info("topopreempt: preempting for gang", "group", pgInfo.GetKey(), "nodes", plan.Hosts, "victims", len(plan.Victims), "cost", plan.Cost, "status", plan.Status,
+		"together", d.together.String())
 	return result, fwk.NewStatus(fwk.Success)
 }
 
@@ -603,6 +608,26 @@ func (pl *Plugin) evict(ctx context.Context, d *decision, where string, p *preem
 		}
 		pl.waitGone(ectx, deleted, claims)
 	}()
+}
+
+// pendingTogether are the other preemptors pending beside this one (together.go), from the
+// scheduler's pod informer; none without one.
+func (pl *Plugin) pendingTogether(in *Inputs, pods []*corev1.Pod, group *schedulingv1beta1.PodGroup) ([]PendingPreemptor, error) {
+	f := pl.fh.SharedInformerFactory()
+	if f == nil {
+		return nil, nil
+	}
+	all, err := f.Core().V1().Pods().Lister().List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	pl.inFlightMu.Lock()
+	inFlight := make(map[types.UID]bool, len(pl.inFlight))
+	for uid := range pl.inFlight {
+		inFlight[uid] = true
+	}
+	pl.inFlightMu.Unlock()
+	return PendingPreemptors(&pl.args, in, all, pods, group, inFlight), nil
 }
 
 // ownNominations are the nominees of the preemptions in flight (by preemptor UID, for a

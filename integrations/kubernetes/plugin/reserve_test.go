@@ -35,17 +35,7 @@ func extPod(name string, prio int32, gpus int64, cost string) *corev1.Pod {
 // second, pre (4 GPUs, priority prio), asks.
 func twoPreemptors(t *testing.T, p1Prio, prio int32) (*tState, *corev1.Pod, *corev1.Pod) {
 	t.Helper()
-	s := newTState()
-	for _, n := range []string{"a", "b"} {
-		s.in.Nodes = append(s.in.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{
-			corev1.LabelTopologyZone: "z", "topology.topopreempt.dev/block": "b", "topology.topopreempt.dev/rack": "r"}},
-			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{tExt: resource.MustParse("8"),
-				corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}}})
-	}
-	run := func(p *corev1.Pod, node string) {
-		p.Spec.NodeName = node
-		s.in.Pods[node] = append(s.in.Pods[node], p)
-	}
+	s, run := extNodes("a", "b")
 	run(extPod("a-cheap", 100, 4, "1"), "a")
 	run(extPod("a-high", 1000, 4, "1"), "a")
 	for i := 0; i < 4; i++ {
@@ -55,6 +45,22 @@ func twoPreemptors(t *testing.T, p1Prio, prio int32) (*tState, *corev1.Pod, *cor
 	p1 := extPod("p1", p1Prio, 4, "0")
 	s.in.Nominated = []Nominee{{Pod: p1, Node: "a"}}
 	return s, p1, extPod("pre", prio, 4, "0")
+}
+
+// extNodes is a state of nodes with 8 extended-resource GPUs in one rack, and how to run a pod
+// on one of them.
+func extNodes(names ...string) (*tState, func(p *corev1.Pod, node string)) {
+	s := newTState()
+	for _, n := range names {
+		s.in.Nodes = append(s.in.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n, Labels: map[string]string{
+			corev1.LabelTopologyZone: "z", "topology.topopreempt.dev/block": "b", "topology.topopreempt.dev/rack": "r"}},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{tExt: resource.MustParse("8"),
+				corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourcePods: resource.MustParse("110")}}})
+	}
+	return s, func(p *corev1.Pod, node string) {
+		p.Spec.NodeName = node
+		s.in.Pods[node] = append(s.in.Pods[node], p)
+	}
 }
 
 // solveBothExt is solveBoth with the extended resource.

@@ -141,6 +141,7 @@ func TestScenarios(t *testing.T) {
 	}
 	if *baseline != "" {
 		compareWithBaseline(t, *baseline, results)
+		compareCrowds(t, *baseline, results)
 	}
 }
 
@@ -313,5 +314,6 @@ func markdown(results []*Result) string {
 	}
 	b.WriteString(whatIfMarkdown(results))
 	b.WriteString(sequenceMarkdown(results))
+	b.WriteString(crowdMarkdown(results))
 	return b.String()
 }

@@ -76,8 +76,12 @@ type Result struct {
 	WastedEvictions  int         `json:"wasted_evictions"`
 	// EvictedTwice counts the victims that received the Preempted event from more than one
 	// preemptor (several preemptors planned the same room).
-	EvictedTwice   int      `json:"evicted_twice"`
-	PDBViolations  int      `json:"pdb_violations"`
+	EvictedTwice  int `json:"evicted_twice"`
+	PDBViolations int `json:"pdb_violations"`
+	// CrowdRan and Fallbacks are set for a crowd (Scenario.Crowd): how many of its preemptors
+	// ran, and the TopoPreempt plugin's fallbacks to the stock preemption in the log.
+	CrowdRan       int      `json:"crowd_ran,omitempty"`
+	Fallbacks      int      `json:"fallbacks,omitempty"`
 	Schedulable    bool     `json:"schedulable"`
 	ReachOptimum   bool     `json:"reach_optimum,omitempty"`
 	Optimum        string   `json:"optimum"`
@@ -145,6 +149,9 @@ func Run(ctx context.Context, c *cluster.Cluster, s *Scenario, v Variant) (*Resu
 	}
 	defer fillWatch.Stop()
 	preempted := map[string]bool{}
+	if len(s.Crowd) > 0 {
+		return runCrowd(ctx, c, sched, s, res, ns, fillWatch, preempted)
+	}
 	if s.Preemptors > 1 {
 		return runSequence(ctx, c, sched, s, res, ns, fillWatch, preempted)
 	}

@@ -70,6 +70,10 @@ type Scenario struct {
 	OwnControlPlane bool
 	// Variants names the variants that run this scenario; empty: every variant.
 	Variants []string
+	// Crowd, when set, are preemptors created at once (or, OneAfterAnother, each once the
+	// previous one runs) instead of Preemptor (crowd.go); Preemptor is then their template.
+	Crowd           []PreemptorSpec
+	OneAfterAnother bool
 	// ReachOptimum: every variant but the baseline must run the preemptor at exactly the
 	// optimum's cost (-baseline; the issue-33 states, where everything that matters is visible
 	// to TopoPreempt in both GPU modes).
@@ -126,7 +130,7 @@ func Scenarios(scaleNodes int, scaleModes []GPUMode, scalePreemptors int, scaleV
 	builds := []func() *Scenario{numaFragmented, cheapestNotLowest, gangOneRack, unsatisfiable}
 	builds = append(builds, SchedulerKnowsScenarios()...)
 	builds = append(builds, gangRefused)
-	builds = append(builds, arrivingTogether)
+	builds = append(builds, arrivingTogether, crowd, crowdSequential)
 	for _, build := range builds {
 		for _, mode := range []GPUMode{DRA, ExtendedResource} {
 			s := build()
