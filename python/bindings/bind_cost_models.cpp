@@ -6,6 +6,10 @@
 #include <nanobind/stl/vector.h>
 
 #include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 #include "common.hpp"
 
@@ -28,35 +32,116 @@ double PythonCostModel::call(const nb::object& function, const Workload& victim,
 
 namespace {
 
+template <class Model>
+constexpr bool is_weighted_sum = std::is_same_v<Model, IndexedWeightedSum> || std::is_same_v<Model, PlainWeightedSum>;
+
+}  // namespace
+
+bool declares_price_floor(const ModelVariant& model) {
+  return std::visit([](const auto& m) {
+    using Model = std::decay_t<decltype(m)>;
+    if constexpr (is_weighted_sum<Model>) {
+      return declares_price_floor(m.first.part().model) && declares_price_floor(m.second.part().model);
+    } else {
+      return PriceFloorModel<Model>;
+    }
+  }, model);
+}
+
+bool declares_index_rate(const ModelVariant& model) {
+  return std::visit([](const auto& m) {
+    using Model = std::decay_t<decltype(m)>;
+    if constexpr (is_weighted_sum<Model>) {
+      return std::is_same_v<Model, IndexedWeightedSum>;
+    } else {
+      return IndexPricedModel<Model>;
+    }
+  }, model);
+}
+
+namespace {
+
 struct VictimCountModel : CostModelHandle {};
 struct PriorityWeightedModel : CostModelHandle {};
 struct LostWorkModel : CostModelHandle {};
 struct ReloadTimeModel : CostModelHandle {};
 struct KubernetesOrderModel : CostModelHandle {};
+struct ShrinkElasticFirstModel : CostModelHandle {};
 struct CallableModel : CostModelHandle {};
+/// The parts as the Python objects they were given as (a part may be a CallableCostModel, so
+/// the garbage collector sees through them as it does through a CallableCostModel).
+struct WeightedSumModel : CostModelHandle {
+  nb::object first;
+  nb::object second;
+};
 
 template <class Model>
 const Model& held(const CostModelHandle& handle) {
   return std::get<Model>(handle.model);
 }
 
+/// Calls `action(python_model)` on every Python cost model `model` holds that nothing else
+/// shares: the model itself when no solve or decider holds a copy, and the parts of a weighted
+/// sum that no copy shares (a sum holds detached copies of its Python parts).
+template <class Action>
+void for_each_sole_python_model(const ModelVariant& model, const Action& action) {
+  std::visit([&](const auto& m) {
+    using Model = std::decay_t<decltype(m)>;
+    if constexpr (std::is_same_v<Model, PythonCostModel>) {
+      if (m.sole_owner()) action(m);
+    } else if constexpr (is_weighted_sum<Model>) {
+      for (const ModelPart* part : {static_cast<const ModelPart*>(&m.first), static_cast<const ModelPart*>(&m.second)}) {
+        if (part->owners() == 1) for_each_sole_python_model(part->part().model, action);
+      }
+    }
+  }, model);
+}
+
+/// A copy of `model` whose Python models (its own, or its parts') share nothing with `model`.
+ModelVariant detached(const ModelVariant& model) {
+  return std::visit([](const auto& m) -> ModelVariant {
+    using Model = std::decay_t<decltype(m)>;
+    if constexpr (std::is_same_v<Model, PythonCostModel>) {
+      return m.detached();
+    } else if constexpr (is_weighted_sum<Model>) {
+      using Part = decltype(m.first);
+      const auto copy = [](const Part& part) {
+        return Part(std::make_shared<const PartModel>(PartModel{detached(part.part().model)}), part.floor_declared());
+      };
+      return Model{copy(m.first), copy(m.second), m.first_weight, m.second_weight};
+    } else {
+      return m;
+    }
+  }, model);
+}
+
 // A CallableCostModel refers to Python functions, which refer to their module's globals, which
 // may refer to the model: a cycle the garbage collector must see through (nanobind's pattern,
 // docs "refleaks"), or the model and everything its functions' globals hold would never be freed.
+// A WeightedSum refers to its parts as Python objects and holds detached copies of the Python
+// models among them: it reports both.
+int visit_sole_callables(const CostModelHandle& handle, visitproc visit, void* arg) {
+  int result = 0;
+  for_each_sole_python_model(handle.model, [&](const PythonCostModel& model) {
+    for (const nb::object* callable : {&model.evict_callable(), &model.shrink_callable()}) {
+      if (result == 0 && callable->ptr() != nullptr) result = visit(callable->ptr(), arg);
+    }
+  });
+  return result;
+}
+
+void clear_sole_callables(const CostModelHandle& handle) {
+  for_each_sole_python_model(handle.model, [](const PythonCostModel& model) { model.clear(); });
+}
+
 int callable_model_traverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(Py_TYPE(self));
   if (!nb::inst_ready(self)) return 0;
-  const auto* model = std::get_if<PythonCostModel>(&nb::inst_ptr<CallableModel>(self)->model);
-  if (model != nullptr && model->sole_owner()) {
-    Py_VISIT(model->evict_callable().ptr());
-    Py_VISIT(model->shrink_callable().ptr());
-  }
-  return 0;
+  return visit_sole_callables(*nb::inst_ptr<CallableModel>(self), visit, arg);
 }
 
 int callable_model_clear(PyObject* self) {
-  auto* model = std::get_if<PythonCostModel>(&nb::inst_ptr<CallableModel>(self)->model);
-  if (model != nullptr && model->sole_owner()) model->clear();
+  clear_sole_callables(*nb::inst_ptr<CallableModel>(self));
   return 0;
 }
 
@@ -65,6 +150,62 @@ PyType_Slot callable_model_slots[] = {
     {Py_tp_clear, reinterpret_cast<void*>(callable_model_clear)},
     {0, nullptr}};
 
+int weighted_sum_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  const auto* sum = nb::inst_ptr<WeightedSumModel>(self);
+  Py_VISIT(sum->first.ptr());
+  Py_VISIT(sum->second.ptr());
+  return visit_sole_callables(*sum, visit, arg);
+}
+
+int weighted_sum_clear(PyObject* self) {
+  auto* sum = nb::inst_ptr<WeightedSumModel>(self);
+  sum->first.reset();
+  sum->second.reset();
+  clear_sole_callables(*sum);
+  return 0;
+}
+
+PyType_Slot weighted_sum_slots[] = {
+    {Py_tp_traverse, reinterpret_cast<void*>(weighted_sum_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(weighted_sum_clear)},
+    {0, nullptr}};
+
+/// ValueError unless `weight` is finite and >= 0 (what `cost::weighted_sum` expects).
+double checked_weight(double weight, const char* model, const char* parameter) {
+  if (!std::isfinite(weight) || weight < 0.0) {
+    throw std::invalid_argument(std::string(model) + ": " + parameter + " must be finite and >= 0, got " +
+                                std::to_string(weight));
+  }
+  return weight;
+}
+
+/// `cost::weighted_sum` of two models chosen at run time (see `IndexedWeightedSum`).
+ModelVariant weighted_sum_of(const ModelVariant& first, const ModelVariant& second, double first_weight,
+                             double second_weight) {
+  auto a = std::make_shared<const PartModel>(PartModel{detached(first)});
+  auto b = std::make_shared<const PartModel>(PartModel{detached(second)});
+  const bool floor = declares_price_floor(first) && declares_price_floor(second);
+  if (declares_index_rate(first) || declares_index_rate(second)) {
+    return IndexedWeightedSum{IndexedModelPart(std::move(a), floor), IndexedModelPart(std::move(b), floor),
+                              first_weight, second_weight};
+  }
+  return PlainWeightedSum{ModelPart(std::move(a), floor), ModelPart(std::move(b), floor), first_weight,
+                          second_weight};
+}
+
+/// The weights of the weighted sum `handle` holds (first, second).
+std::pair<double, double> sum_weights(const CostModelHandle& handle) {
+  return std::visit([](const auto& m) -> std::pair<double, double> {
+    if constexpr (is_weighted_sum<std::decay_t<decltype(m)>>) {
+      return {m.first_weight, m.second_weight};
+    } else {
+      throw std::logic_error("a WeightedSum holds a weighted sum");
+    }
+  }, handle.model);
+}
+
 }  // namespace
 
 void bind_cost_models(nb::module_& m) {
@@ -72,7 +213,8 @@ void bind_cost_models(nb::module_& m) {
       m, "CostModel",
       "What evicting or shrinking one victim costs. Costs are additive over victims, "
       "non-negative and finite; solvers minimise their sum. Use a subclass: VictimCount, "
-      "PriorityWeighted, LostWork, ReloadTime, KubernetesOrder or CallableCostModel.")
+      "PriorityWeighted, LostWork, ReloadTime, KubernetesOrder, ShrinkElasticFirst, WeightedSum "
+      "or CallableCostModel.")
       .def_prop_ro("name", [](const CostModelHandle& h) { return model_name(h.model); },
                    "The model's name ('lost_work', ...).")
       .def("evict", [](const CostModelHandle& h, const Workload& victim) {
@@ -158,6 +300,52 @@ void bind_cost_models(nb::module_& m) {
       .def_prop_ro("shrink_callable", [](const CostModelHandle& h) {
         return held<PythonCostModel>(h).shrink_callable();
       });
+
+  nb::class_<ShrinkElasticFirstModel, CostModelHandle>(
+      m, "ShrinkElasticFirst",
+      "Aryl's preference (capacity loaning): dropping an elastic worker costs `shrink_weight` "
+      "per dropped replica, preempting a job costs `evict_weight` per replica it runs. With the "
+      "default weights (1 and 10) shrinking is an order of magnitude cheaper per replica, so "
+      "every solver drops elastic workers before it preempts anything, and among preemptions "
+      "prefers small jobs. It declares no price bound. ValueError on a weight that is negative "
+      "or not finite.")
+      .def("__init__", [](ShrinkElasticFirstModel* h, double shrink_weight, double evict_weight) {
+        capacity::shrink_elastic_first model;
+        model.shrink_weight = checked_weight(shrink_weight, "shrink_elastic_first", "shrink_weight");
+        model.evict_weight = checked_weight(evict_weight, "shrink_elastic_first", "evict_weight");
+        new (h) ShrinkElasticFirstModel{{model}};
+      }, nb::kw_only(), nb::arg("shrink_weight") = 1.0, nb::arg("evict_weight") = 10.0)
+      .def_prop_ro("shrink_weight", [](const CostModelHandle& h) {
+        return held<capacity::shrink_elastic_first>(h).shrink_weight;
+      }, "price of one dropped elastic replica")
+      .def_prop_ro("evict_weight", [](const CostModelHandle& h) {
+        return held<capacity::shrink_elastic_first>(h).evict_weight;
+      }, "price of each replica of a preempted job");
+
+  nb::class_<WeightedSumModel, CostModelHandle>(
+      m, "WeightedSum", nb::type_slots(weighted_sum_slots),
+      "`first_weight x first + second_weight x second`: combines any two cost models (built-in, "
+      "CallableCostModel, or weighted sums themselves). The C++ `cost::weighted_sum`, with its "
+      "declarations: a price floor when both parts declare one, index price bounds when either "
+      "does. The parts are priced through one indirection each (a little slower than a C++ "
+      "sum of concrete models; the plans are the same). ValueError on a weight that is "
+      "negative or not finite.")
+      .def("__init__", [](WeightedSumModel* h, const CostModelHandle& first, const CostModelHandle& second,
+                          double first_weight, double second_weight) {
+        checked_weight(first_weight, "weighted_sum", "first_weight");
+        checked_weight(second_weight, "weighted_sum", "second_weight");
+        new (h) WeightedSumModel{{weighted_sum_of(first.model, second.model, first_weight, second_weight)},
+                                 nb::borrow(nb::find(&first)), nb::borrow(nb::find(&second))};
+      }, nb::arg("first"), nb::arg("second"), nb::kw_only(), nb::arg("first_weight") = 1.0,
+         nb::arg("second_weight") = 1.0)
+      .def_prop_ro("first", [](const WeightedSumModel& h) -> nb::object {
+        return h.first.is_valid() ? h.first : nb::none();
+      }, "the first model (None once the garbage collector broke a cycle through it)")
+      .def_prop_ro("second", [](const WeightedSumModel& h) -> nb::object {
+        return h.second.is_valid() ? h.second : nb::none();
+      }, "the second model (None once the garbage collector broke a cycle through it)")
+      .def_prop_ro("first_weight", [](const CostModelHandle& h) { return sum_weights(h).first; })
+      .def_prop_ro("second_weight", [](const CostModelHandle& h) { return sum_weights(h).second; });
 }
 
 }  // namespace topopreempt::python

@@ -44,10 +44,66 @@ def test_every_builtin_cost_model_with_its_parameters() -> None:
     assert order.evict(victim) >= 1.0 and order.name == "kubernetes_order"
     with pytest.raises(ValueError, match="base"):
         tp.KubernetesOrder([1, 2], base=1.5)
-    for model in (tp.VictimCount(), tp.PriorityWeighted(), tp.LostWork(), tp.ReloadTime(), order):
+    for model in (tp.VictimCount(), tp.PriorityWeighted(), tp.LostWork(), tp.ReloadTime(), order,
+                  tp.ShrinkElasticFirst(), tp.WeightedSum(tp.LostWork(), tp.VictimCount())):
         plan = tp.branch_and_bound.solve(state, preemptor, model)
         assert plan.status == tp.PlanStatus.optimal, model.name
         assert tp.verify_plan(state, preemptor, plan, model).ok
+
+
+def test_weighted_sum_of_any_two_models() -> None:
+    state, preemptor = small_cluster()
+    victim = state.workload(3)
+    lost, count = tp.LostWork(floor=2.0), tp.VictimCount()
+    total = tp.WeightedSum(lost, count, first_weight=0.5, second_weight=3.0)
+    assert total.name == "weighted_sum" and total.first is lost and total.second is count
+    assert (total.first_weight, total.second_weight) == (0.5, 3.0)
+    assert total.evict(victim) == 0.5 * lost.evict(victim) + 3.0
+    nested = tp.WeightedSum(total, tp.PriorityWeighted(offset=1.0), second_weight=2.0)
+    assert nested.evict(victim) == total.evict(victim) + 2.0 * (1.0 + victim.priority)
+    with pytest.raises(ValueError, match="first_weight"):
+        tp.WeightedSum(lost, count, first_weight=-1.0)
+    with pytest.raises(ValueError, match="second_weight"):
+        tp.WeightedSum(lost, count, second_weight=float("nan"))
+    with pytest.raises(TypeError):
+        tp.WeightedSum(lost, "victim_count")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="weighted_sum.*snapshot"):
+        tp.Snapshot(state, preemptor, cost_model=total)
+
+    # The same prices from Python: every exact solver proves the same optimum, and every
+    # solver's plan verifies under the sum (a part that declares no bound included).
+    for model in (total, nested, tp.WeightedSum(tp.ShrinkElasticFirst(), tp.ReloadTime(floor=0.25)),
+                  tp.WeightedSum(tp.CallableCostModel(lambda v: float(v.priority)), count)):
+        by_hand = tp.CallableCostModel(model.evict, model.shrink)
+        for solver in ALL_SOLVERS:
+            plan = solver.solve(state, preemptor, model)
+            assert plan.has_victims_plan(), (model.name, solver.name)
+            assert tp.verify_plan(state, preemptor, plan, model,
+                                  require_topology=solver.name != "kube_default").ok, solver.name
+            if solver.is_exact:
+                reference = solver.solve(state, preemptor, by_hand)
+                assert plan.status == reference.status == tp.PlanStatus.optimal, solver.name
+                assert plan.cost == pytest.approx(reference.cost, rel=1e-12), solver.name
+
+
+def test_shrink_elastic_first_shrinks_before_it_evicts() -> None:
+    topology = tp.shapes.single_machine(tp.shapes.rtx4090_server())
+    state = tp.Allocation(topology)
+    jobs = [tp.Workload(1, priority=1, replicas=4, min_replicas=2, whole_devices=1)] + \
+        [tp.Workload(i, priority=1, whole_devices=1) for i in range(2, 6)]
+    for job in jobs:
+        state.add(job, state.find_placement(job).placement)
+    model = tp.ShrinkElasticFirst(shrink_weight=1.5, evict_weight=10.0)
+    assert (model.shrink_weight, model.evict_weight, model.name) == (1.5, 10.0, "shrink_elastic_first")
+    assert model.evict(jobs[0]) == 40.0 and model.shrink(jobs[0], 2) == 3.0
+    preemptor = tp.Workload(100, priority=10, replicas=2, whole_devices=1)
+    for solver in (tp.greedy, tp.knapsack, tp.branch_and_bound):
+        plan = solver.solve(state, preemptor, model)
+        assert [(v.id, v.action, len(v.dropped_replicas)) for v in plan.victims] == \
+            [(1, tp.VictimAction.shrink, 2)], solver.name
+        assert plan.cost == 3.0 and tp.verify_plan(state, preemptor, plan, model).ok
+    with pytest.raises(ValueError, match="evict_weight"):
+        tp.ShrinkElasticFirst(evict_weight=float("inf"))
 
 
 def test_a_cost_model_written_in_python_matches_the_builtin_one() -> None:
@@ -200,21 +256,30 @@ def test_a_mutation_waits_for_running_solves() -> None:
     assert results and 1 not in state
 
 
-def test_a_python_cost_model_in_a_cycle_is_collected() -> None:
-    import gc
+def make_cycle(in_a_sum: bool) -> object:
+    """A cost model whose Python function refers (through its closure) to a dict that holds the
+    model, or a weighted sum of it; returns a weak reference to an object only the cycle keeps.
+    Nothing here is deleted by name: the frame's end leaves the closure's cells to the cycle."""
     import weakref
 
     class Sentinel:
         pass
 
     sentinel = Sentinel()
-    alive = weakref.ref(sentinel)
     holder: dict[str, object] = {}
 
-    def evict(victim: tp.Workload) -> float:  # refers to holder, which holds the model
+    def evict(victim: tp.Workload) -> float:
         return 1.0 if holder and sentinel else 2.0
 
-    holder["model"] = tp.CallableCostModel(evict)
-    del sentinel, evict, holder
+    model: tp.CostModel = tp.CallableCostModel(evict)
+    holder["model"] = tp.WeightedSum(tp.VictimCount(), model) if in_a_sum else model
+    return weakref.ref(sentinel)
+
+
+@pytest.mark.parametrize("in_a_sum", [False, True], ids=["alone", "in_a_weighted_sum"])
+def test_a_python_cost_model_in_a_cycle_is_collected(in_a_sum: bool) -> None:
+    import gc
+
+    alive = make_cycle(in_a_sum)
     gc.collect()
-    assert alive() is None, "the model's cycle through its callable was never freed"
+    assert alive() is None, "the model's cycle through its callable was never freed"  # type: ignore[operator]
