@@ -283,3 +283,25 @@ def test_a_python_cost_model_in_a_cycle_is_collected(in_a_sum: bool) -> None:
     alive = make_cycle(in_a_sum)
     gc.collect()
     assert alive() is None, "the model's cycle through its callable was never freed"  # type: ignore[operator]
+
+
+def test_a_solve_nested_in_a_python_cost_model_keeps_both_preemptors() -> None:
+    # The solve copies its preemptor into a per-thread buffer; a solve started from inside a
+    # Python cost model on the same thread must not overwrite the outer one's copy.
+    state, preemptor = small_cluster()
+    other_state = state.copy()
+    inner = tp.Workload(3000, name="an-inner-preemptor-with-a-long-name", priority=100, whole_devices=1,
+                        replica_scope=tp.TopologyRequirement.guaranteed("numa"))
+    inner_plans: list[tp.PreemptionPlan] = []
+
+    def evict(victim: tp.Workload) -> float:
+        if not inner_plans:
+            inner_plans.append(tp.greedy.solve(other_state, inner, tp.VictimCount()))
+        return 1.0 + victim.priority
+
+    outer = tp.branch_and_bound.solve(state, preemptor, tp.CallableCostModel(evict))
+    reference = tp.branch_and_bound.solve(state, preemptor, tp.PriorityWeighted(offset=1.0))
+    assert outer.preemptor == preemptor.id and inner_plans and inner_plans[0].preemptor == inner.id
+    assert (outer.victim_ids(), outer.placement, outer.cost) == \
+        (reference.victim_ids(), reference.placement, reference.cost)
+    assert inner_plans[0] == tp.greedy.solve(other_state, inner, tp.VictimCount())
