@@ -38,7 +38,7 @@ def main() -> int:
     model = MODELS[args.model]()
     solver = tp.branch_and_bound
     print(f"solver: {solver.name}, cost model: {model.name}, {args.rounds} rounds (medians)\n")
-    print(f"{'preemptor':<21}{'status':<22}{'victims':>8}{'C++ ms':>10}{'Python ms':>11}{'ratio':>7}"
+    print(f"{'preemptor':<21}{'status':<22}{'victims':>8}{'C++ us':>10}{'Python us':>11}{'ratio':>7}"
           f"{'C++ min':>10}{'Py min':>10}{'+us/call':>10}")
     clock = time.perf_counter
     worst = 0.0
@@ -60,11 +60,11 @@ def main() -> int:
                     # its clock stops too (assigning over the previous result would free it
                     # inside the next timed call).
                     del result
-        cpp_ms, py_ms = 1e3 * statistics.median(native), 1e3 * statistics.median(python)
-        worst = max(worst, py_ms / cpp_ms)
+        cpp_us, py_us = 1e6 * statistics.median(native), 1e6 * statistics.median(python)
+        worst = max(worst, py_us / cpp_us)
         print(f"{kind.name + ' ' + str(gpus) + ' GPU':<21}{str(plan.status):<22}{len(plan.victims):>8}"
-              f"{cpp_ms:>10.3f}{py_ms:>11.3f}{py_ms / cpp_ms:>7.3f}{1e3 * min(native):>10.3f}"
-              f"{1e3 * min(python):>10.3f}{1e3 * (py_ms - cpp_ms):>10.1f}")
+              f"{cpp_us:>10.2f}{py_us:>11.2f}{py_us / cpp_us:>7.3f}{1e6 * min(native):>10.2f}"
+              f"{1e6 * min(python):>10.2f}{py_us - cpp_us:>10.2f}")
     print(f"\nworst ratio {worst:.3f} (goal <= 1.10)")
     return 0
 
