@@ -2,6 +2,8 @@
 // The cost models: each built-in one with its parameters, and a cost model written in Python.
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -67,6 +69,7 @@ struct LostWorkModel : CostModelHandle {};
 struct ReloadTimeModel : CostModelHandle {};
 struct KubernetesOrderModel : CostModelHandle {};
 struct ShrinkElasticFirstModel : CostModelHandle {};
+struct CacheAwareReloadModel : CostModelHandle {};
 struct CallableModel : CostModelHandle {};
 /// The parts as the Python objects they were given as (a part may be a CallableCostModel, so
 /// the garbage collector sees through them as it does through a CallableCostModel).
@@ -213,8 +216,8 @@ void bind_cost_models(nb::module_& m) {
       m, "CostModel",
       "What evicting or shrinking one victim costs. Costs are additive over victims, "
       "non-negative and finite; solvers minimise their sum. Use a subclass: VictimCount, "
-      "PriorityWeighted, LostWork, ReloadTime, KubernetesOrder, ShrinkElasticFirst, WeightedSum "
-      "or CallableCostModel.")
+      "PriorityWeighted, LostWork, ReloadTime, KubernetesOrder, ShrinkElasticFirst, "
+      "CacheAwareReload, WeightedSum or CallableCostModel.")
       .def_prop_ro("name", [](const CostModelHandle& h) { return model_name(h.model); },
                    "The model's name ('lost_work', ...).")
       .def("evict", [](const CostModelHandle& h, const Workload& victim) {
@@ -321,6 +324,72 @@ void bind_cost_models(nb::module_& m) {
       .def_prop_ro("evict_weight", [](const CostModelHandle& h) {
         return held<capacity::shrink_elastic_first>(h).evict_weight;
       }, "price of each replica of a preempted job");
+
+  nb::class_<model_cache::ModelCacheState>(
+      m, "ModelCache",
+      "The model cache of every GPU of a topology (capacity: each GPU's gpu_memory_mib), as "
+      "CacheAwareReload prices it. Every mutating call validates first and changes nothing when "
+      "it raises (ValueError naming the device and the model). Devices are ints.")
+      .def("__init__", [](model_cache::ModelCacheState* c, std::shared_ptr<Topology> topology, double bandwidth) {
+        new (c) model_cache::ModelCacheState(std::shared_ptr<const Topology>(std::move(topology)), bandwidth);
+      }, nb::arg("topology"), nb::arg("load_bandwidth_mib_per_s") = 12288.0,
+         "An empty cache over `topology`, loading models at `load_bandwidth_mib_per_s` (default 12 "
+         "GiB/s, about a PCIe 4.0 x16 host-to-GPU copy). ValueError for a bandwidth that is not "
+         "finite and > 0 or a schema without the device dimension gpu_memory_mib.")
+      .def_prop_ro("load_bandwidth_mib_per_s", &model_cache::ModelCacheState::load_bandwidth_mib_per_s)
+      .def("load_time", &model_cache::ModelCacheState::load_time, nb::arg("size_mib"),
+           "Seconds to load `size_mib` into a GPU.")
+      .def("workers", [](const model_cache::ModelCacheState& c) {
+        std::vector<std::uint32_t> ids;
+        for (DomainId d : c.workers()) ids.push_back(d.value);
+        return ids;
+      }, "All workers (GPU leaves), ascending id.")
+      .def("capacity_mib", &model_cache::ModelCacheState::capacity_mib, nb::arg("device"))
+      .def("used_mib", &model_cache::ModelCacheState::used_mib, nb::arg("device"))
+      .def("free_mib", &model_cache::ModelCacheState::free_mib, nb::arg("device"))
+      .def("is_cached", &model_cache::ModelCacheState::is_cached, nb::arg("device"), nb::arg("model_id"))
+      .def("devices_caching", [](const model_cache::ModelCacheState& c, std::string_view model_id) {
+        std::vector<std::uint32_t> ids;
+        for (DomainId d : c.devices_caching(model_id)) ids.push_back(d.value);
+        return ids;
+      }, nb::arg("model_id"), "The devices that cache `model_id`, ascending.")
+      .def("model_size", &model_cache::ModelCacheState::model_size, nb::arg("model_id"),
+           "The size `model_id` is cached with (MiB), or None when it is cached nowhere.")
+      .def("insert", [](model_cache::ModelCacheState& c, DomainId device, std::string model_id, Amount size_mib,
+                        double now) { c.insert(device, model_cache::ModelRef{std::move(model_id), size_mib}, now); },
+           nb::arg("device"), nb::arg("model_id"), nb::arg("size_mib"), nb::arg("now") = 0.0,
+           "Caches `model_id` (`size_mib`) on `device`, last used at `now`. ValueError for an empty "
+           "id, a size <= 0 or other than the model's size elsewhere, a model already cached "
+           "there, or not enough free memory.")
+      .def("touch", &model_cache::ModelCacheState::touch, nb::arg("device"), nb::arg("model_id"), nb::arg("now"),
+           "Marks `model_id` on `device` as used at `now` (the later time is kept).")
+      .def("erase", &model_cache::ModelCacheState::erase, nb::arg("device"), nb::arg("model_id"),
+           "Drops `model_id` from `device`.");
+
+  nb::class_<CacheAwareReloadModel, CostModelHandle>(
+      m, "CacheAwareReload",
+      "A drop-in for ReloadTime that knows the model cache: evicting a workload costs "
+      "`cached_elsewhere_cost` when its model (`cost.model_id`) stays cached on some GPU it "
+      "does not occupy, otherwise `cached_elsewhere_cost` plus replicas x load time of the "
+      "model size (`cost.model_size_gib`, else the size it is cached with, else 0); a workload "
+      "without a model id costs `cached_elsewhere_cost`. A shrink that leaves replicas of a "
+      "model cached anywhere costs `cached_elsewhere_cost`, else it is priced as an eviction of "
+      "the dropped replicas. It prices against copies of `cache` and `state` taken when it is "
+      "made (so solves never race with changes to them): make a new one after either changes. "
+      "ValueError when the two are not over the same topology object. Declares no price bound.")
+      .def("__init__", [](CacheAwareReloadModel* h, const model_cache::ModelCacheState& cache,
+                          const StateHandle& state, double cached_elsewhere_cost) {
+        if (!std::isfinite(cached_elsewhere_cost) || cached_elsewhere_cost < 0.0) {
+          throw std::invalid_argument("cache_aware_reload: cached_elsewhere_cost must be finite and >= 0, got " +
+                                      std::to_string(cached_elsewhere_cost));
+        }
+        new (h) CacheAwareReloadModel{{CacheAwareReload(std::make_shared<const model_cache::ModelCacheState>(cache),
+                                                        std::make_shared<const Allocation>(state.allocation),
+                                                        cached_elsewhere_cost)}};
+      }, nb::arg("cache"), nb::arg("state"), nb::kw_only(), nb::arg("cached_elsewhere_cost") = 0.1)
+      .def_prop_ro("cached_elsewhere_cost", [](const CostModelHandle& h) {
+        return held<CacheAwareReload>(h).cached_elsewhere_cost();
+      }, "price of a victim whose model survives elsewhere (and of a model-less victim)");
 
   nb::class_<WeightedSumModel, CostModelHandle>(
       m, "WeightedSum", nb::type_slots(weighted_sum_slots),

@@ -20,6 +20,7 @@
 #include "topopreempt/model/workload.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
 #include "topopreempt/capacity/loaning.hpp"
+#include "topopreempt/model_cache/model_cache.hpp"
 #include "topopreempt/solvers/cost_model.hpp"
 
 namespace topopreempt::python {
@@ -87,6 +88,29 @@ class PythonCostModel {
   std::shared_ptr<Callables> callables_;
 };
 
+/// `model_cache::cache_aware_reload` over its own copies of the model cache and the cluster
+/// state, taken when it is made: solves read them without the GIL while Python may change the
+/// originals, and copies of the model (a solve's, a decider's) share them.
+class CacheAwareReload {
+ public:
+  static constexpr std::string_view name = model_cache::cache_aware_reload::name;
+  CacheAwareReload(std::shared_ptr<const model_cache::ModelCacheState> cache,
+                   std::shared_ptr<const Allocation> state, double cached_elsewhere_cost)
+      : cache_(std::move(cache)), state_(std::move(state)), model_(*cache_, *state_) {
+    model_.cached_elsewhere_cost = cached_elsewhere_cost;
+  }
+  [[nodiscard]] double evict(const Workload& victim) const { return model_.evict(victim); }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const {
+    return model_.shrink(victim, dropped);
+  }
+  [[nodiscard]] double cached_elsewhere_cost() const noexcept { return model_.cached_elsewhere_cost; }
+
+ private:
+  std::shared_ptr<const model_cache::ModelCacheState> cache_;
+  std::shared_ptr<const Allocation> state_;
+  model_cache::cache_aware_reload model_;  // points into *cache_ and *state_
+};
+
 struct PartModel;
 
 /// One part of a weighted sum: any model a Python caller can pass (weighted sums included),
@@ -130,8 +154,8 @@ using PlainWeightedSum = cost::weighted_sum<ModelPart, ModelPart>;
 /// Every cost model a Python caller can pass.
 using ModelVariant =
     std::variant<cost::victim_count, cost::priority_weighted, cost::lost_work, cost::reload_time,
-                 cost::kubernetes_order, capacity::shrink_elastic_first, PythonCostModel,
-                 IndexedWeightedSum, PlainWeightedSum>;
+                 cost::kubernetes_order, capacity::shrink_elastic_first, CacheAwareReload,
+                 PythonCostModel, IndexedWeightedSum, PlainWeightedSum>;
 
 /// What a `ModelPart` points at.
 struct PartModel {

@@ -106,6 +106,44 @@ def test_shrink_elastic_first_shrinks_before_it_evicts() -> None:
         tp.ShrinkElasticFirst(evict_weight=float("inf"))
 
 
+def test_cache_aware_reload_prices_against_the_model_cache() -> None:
+    topology = tp.shapes.single_machine(tp.shapes.rtx4090_server())
+    state = tp.Allocation(topology)
+    jobs = [tp.Workload(i, priority=1, whole_devices=1,
+                        cost=tp.CostInputs(model_id=f"model-{i % 2}", model_size_gib=12.0)) for i in range(1, 9)]
+    for job in jobs:
+        state.add(job, state.find_placement(job).placement)
+    cache = tp.ModelCache(topology, load_bandwidth_mib_per_s=1024.0)
+    gpu_of = {job.id: state.placement(job.id).devices(topology)[0] for job in jobs}
+    cache.insert(gpu_of[1], "model-1", 12 * 1024)  # model-1 also on job 3's GPU: cheap to evict 1
+    cache.insert(gpu_of[3], "model-1", 12 * 1024)
+    cache.insert(gpu_of[2], "model-0", 12 * 1024)  # model-0 only where job 2 runs
+    assert cache.devices_caching("model-1") == sorted([gpu_of[1], gpu_of[3]])
+    assert cache.model_size("model-0") == 12 * 1024 and cache.model_size("none") is None
+    with pytest.raises(ValueError, match="already cached"):
+        cache.insert(gpu_of[1], "model-1", 12 * 1024)
+    with pytest.raises(ValueError, match="not a device"):
+        cache.is_cached(0, "model-1")
+
+    model = tp.CacheAwareReload(cache, state, cached_elsewhere_cost=0.5)
+    assert model.name == "cache_aware_reload" and model.cached_elsewhere_cost == 0.5
+    assert model.evict(jobs[0]) == 0.5            # job 1: model-1 stays cached on job 3's GPU
+    assert model.evict(jobs[1]) == 0.5 + 12.0     # job 2: model-0 cached only under itself
+    assert model.evict(jobs[3]) == 0.5            # job 4: model-0 stays cached on job 2's GPU
+    cache.erase(gpu_of[3], "model-1")             # the model keeps the copy it was made with
+    assert model.evict(jobs[0]) == 0.5
+    assert tp.CacheAwareReload(cache, state, cached_elsewhere_cost=0.5).evict(jobs[0]) == 0.5 + 12.0
+    with pytest.raises(ValueError, match="same topology"):
+        tp.CacheAwareReload(cache, tp.Allocation(tp.shapes.single_machine(tp.shapes.rtx4090_server())))
+
+    preemptor = tp.Workload(100, priority=10, whole_devices=1)
+    by_hand = tp.CallableCostModel(model.evict, model.shrink)
+    for solver in (tp.greedy, tp.knapsack, tp.branch_and_bound):
+        plan = solver.solve(state, preemptor, model)
+        assert plan.cost == 0.5 and tp.verify_plan(state, preemptor, plan, model).ok, solver.name
+        assert plan.victim_ids() == solver.solve(state, preemptor, by_hand).victim_ids(), solver.name
+
+
 def test_a_cost_model_written_in_python_matches_the_builtin_one() -> None:
     state, preemptor = small_cluster()
     calls = []
