@@ -62,6 +62,12 @@ io::CostModelSpec model_spec(const CostModelHandle& handle) {
         using Model = std::decay_t<decltype(model)>;
         if constexpr (std::is_same_v<Model, PythonCostModel>) {
           throw std::invalid_argument("a CallableCostModel cannot be written to a snapshot");
+        } else if constexpr (!std::is_constructible_v<io::CostModelSpec, Model> &&
+                             !std::is_same_v<Model, cost::kubernetes_order>) {
+          throw std::invalid_argument("cost model '" + std::string(Model::name) +
+                                      "' cannot be written to a snapshot (the format names " +
+                                      "victim_count, priority_weighted, lost_work, reload_time "
+                                      "and kubernetes_order)");
         } else if constexpr (std::is_same_v<Model, cost::kubernetes_order>) {
           return io::KubernetesOrderSpec{handle.kubernetes_base};
         } else {

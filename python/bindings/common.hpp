@@ -16,10 +16,11 @@
 #include <utility>
 #include <variant>
 
+#include "topopreempt/capacity/loaning.hpp"
 #include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/workload.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
-#include "topopreempt/model/cost_model.hpp"
 
 namespace topopreempt::python {
 
@@ -51,9 +52,14 @@ class PythonCostModel {
   /// Whether no copy (a decider's, a running solve's) shares the callables: only then may the
   /// garbage collector see them as this model's alone (traverse) and drop them (clear).
   [[nodiscard]] bool sole_owner() const noexcept { return callables_.use_count() == 1; }
-  /// Drops the callables (the collector breaking a cycle such as model -> function ->
-  /// module globals -> model); a later price is then an error, not a crash.
-  void clear() noexcept {
+  /// A model with the same callables that shares nothing with this one (called with the GIL):
+  /// what a weighted sum holds, so that its callables are the sum's alone to report to the
+  /// garbage collector.
+  [[nodiscard]] PythonCostModel detached() const { return {callables_->evict, callables_->shrink}; }
+  /// Drops the callables, shared by every copy (the collector breaking a cycle such as model ->
+  /// function -> module globals -> model, when `sole_owner`); a later price is then an error,
+  /// not a crash.
+  void clear() const noexcept {
     callables_->evict.reset();
     callables_->shrink.reset();
   }
@@ -81,9 +87,85 @@ class PythonCostModel {
   std::shared_ptr<Callables> callables_;
 };
 
+/// `model_cache::cache_aware_reload` over its own copies of the model cache and the cluster
+/// state, taken when it is made: solves read them without the GIL while Python may change the
+/// originals, and copies of the model (a solve's, a decider's) share them.
+class CacheAwareReload {
+ public:
+  static constexpr std::string_view name = model_cache::cache_aware_reload::name;
+  CacheAwareReload(std::shared_ptr<const model_cache::ModelCacheState> cache,
+                   std::shared_ptr<const Allocation> state, double cached_elsewhere_cost)
+      : cache_(std::move(cache)), state_(std::move(state)), model_(*cache_, *state_) {
+    model_.cached_elsewhere_cost = cached_elsewhere_cost;
+  }
+  [[nodiscard]] double evict(const Workload& victim) const { return model_.evict(victim); }
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const {
+    return model_.shrink(victim, dropped);
+  }
+  [[nodiscard]] double cached_elsewhere_cost() const noexcept { return model_.cached_elsewhere_cost; }
+
+ private:
+  std::shared_ptr<const model_cache::ModelCacheState> cache_;
+  std::shared_ptr<const Allocation> state_;
+  model_cache::cache_aware_reload model_;  // points into *cache_ and *state_
+};
+
+struct PartModel;
+
+/// One part of a weighted sum: any model a Python caller can pass (weighted sums included),
+/// held as a `PartModel` (defined with `ModelVariant`, which holds sums of parts). Its price
+/// floor is the model's when both parts of the sum declare one and 0 otherwise, as
+/// `cost::weighted_sum` declares a floor only when both of its parts do.
+class ModelPart {
+ public:
+  static constexpr std::string_view name = "weighted_sum_part";
+  ModelPart(std::shared_ptr<const PartModel> model, bool floor_declared)
+      : model_(std::move(model)), floor_declared_(floor_declared) {}
+  [[nodiscard]] double evict(const Workload& victim) const;
+  [[nodiscard]] double shrink(const Workload& victim, std::int32_t dropped) const;
+  [[nodiscard]] double least_price() const;
+  [[nodiscard]] const PartModel& part() const noexcept { return *model_; }
+  [[nodiscard]] bool floor_declared() const noexcept { return floor_declared_; }
+  /// Holders of the part's model: 1 when no copy of the sum (a solve's, a decider's) shares it.
+  [[nodiscard]] long owners() const noexcept { return model_.use_count(); }
+
+ protected:
+  std::shared_ptr<const PartModel> model_;
+  bool floor_declared_;
+};
+
+/// A part of a sum that declares index bounds: the model's own, or none ({0, 0}, 0) for a
+/// model that declares none, as `cost::weighted_sum` counts such a part.
+class IndexedModelPart : public ModelPart {
+ public:
+  using ModelPart::ModelPart;
+  [[nodiscard]] PriceRate index_price_rate(const IndexBand& band) const;
+  [[nodiscard]] double index_action_price(const IndexBand& band) const;
+};
+
+/// `cost::weighted_sum` over models chosen at run time: one alternative whose parts declare the
+/// index price bounds (when either part's model does, as the C++ sum declares them) and one
+/// whose parts do not, so that solvers take the same paths as with the concrete C++ sum.
+using IndexedWeightedSum = cost::weighted_sum<IndexedModelPart, IndexedModelPart>;
+/// See `IndexedWeightedSum`: the sum of two models neither of which declares index bounds.
+using PlainWeightedSum = cost::weighted_sum<ModelPart, ModelPart>;
+
 /// Every cost model a Python caller can pass.
-using ModelVariant = std::variant<cost::victim_count, cost::priority_weighted, cost::lost_work,
-                                  cost::reload_time, cost::kubernetes_order, PythonCostModel>;
+using ModelVariant =
+    std::variant<cost::victim_count, cost::priority_weighted, cost::lost_work, cost::reload_time,
+                 cost::kubernetes_order, capacity::shrink_elastic_first, CacheAwareReload,
+                 PythonCostModel, IndexedWeightedSum, PlainWeightedSum>;
+
+/// What a `ModelPart` points at.
+struct PartModel {
+  ModelVariant model;
+};
+
+/// Whether `model` declares a price floor as its C++ type would (a sum: when both parts do).
+[[nodiscard]] bool declares_price_floor(const ModelVariant& model);
+/// Whether `model` declares index price bounds as its C++ type would (a sum: when either part
+/// does).
+[[nodiscard]] bool declares_index_rate(const ModelVariant& model);
 
 /// The Python base class `CostModel`; each built-in model is a subclass that fills `model`.
 struct CostModelHandle {
@@ -107,6 +189,21 @@ struct ErasedModel {
                       *model);
   }
 };
+
+inline double ModelPart::evict(const Workload& victim) const { return ErasedModel{&model_->model}.evict(victim); }
+inline double ModelPart::shrink(const Workload& victim, std::int32_t dropped) const {
+  return ErasedModel{&model_->model}.shrink(victim, dropped);
+}
+inline double ModelPart::least_price() const {
+  if (!floor_declared_) return 0.0;
+  return std::visit([](const auto& m) { return least_price_of(m); }, model_->model);
+}
+inline PriceRate IndexedModelPart::index_price_rate(const IndexBand& band) const {
+  return std::visit([&](const auto& m) { return index_price_rate_of(m, band); }, model_->model);
+}
+inline double IndexedModelPart::index_action_price(const IndexBand& band) const {
+  return std::visit([&](const auto& m) { return index_action_price_of(m, band); }, model_->model);
+}
 
 /// The name of the model a variant holds ("lost_work", "python", ...).
 [[nodiscard]] inline std::string model_name(const ModelVariant& model) {
@@ -211,32 +308,24 @@ void bind_simulator(nb::module_& m);
 // Ids cross as plain Python ints.
 namespace nanobind::detail {
 
-template <>
-struct type_caster<topopreempt::WorkloadId> {
-  NB_TYPE_CASTER(topopreempt::WorkloadId, const_name("int"))
+/// A strong id (`WorkloadId`, `DomainId`) as the Python int of its `Raw` value.
+template <class Id, class Raw>
+struct id_caster {
+  NB_TYPE_CASTER(Id, const_name("int"))
   bool from_python(handle src, uint8_t flags, cleanup_list* cleanup) noexcept {
-    make_caster<std::uint64_t> inner;
+    make_caster<Raw> inner;
     if (!inner.from_python(src, flags, cleanup)) return false;
-    value = topopreempt::WorkloadId{inner.value};
+    value = Id{inner.value};
     return true;
   }
-  static handle from_cpp(topopreempt::WorkloadId id, rv_policy, cleanup_list*) noexcept {
-    return PyLong_FromUnsignedLongLong(id.value);
+  static handle from_cpp(Id id, rv_policy policy, cleanup_list* cleanup) noexcept {
+    return make_caster<Raw>::from_cpp(id.value, policy, cleanup);
   }
 };
 
 template <>
-struct type_caster<topopreempt::DomainId> {
-  NB_TYPE_CASTER(topopreempt::DomainId, const_name("int"))
-  bool from_python(handle src, uint8_t flags, cleanup_list* cleanup) noexcept {
-    make_caster<std::uint32_t> inner;
-    if (!inner.from_python(src, flags, cleanup)) return false;
-    value = topopreempt::DomainId{inner.value};
-    return true;
-  }
-  static handle from_cpp(topopreempt::DomainId id, rv_policy, cleanup_list*) noexcept {
-    return PyLong_FromUnsignedLong(id.value);
-  }
-};
+struct type_caster<topopreempt::WorkloadId> : id_caster<topopreempt::WorkloadId, std::uint64_t> {};
+template <>
+struct type_caster<topopreempt::DomainId> : id_caster<topopreempt::DomainId, std::uint32_t> {};
 
 }  // namespace nanobind::detail

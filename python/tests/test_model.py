@@ -138,3 +138,44 @@ def test_snapshot_errors_carry_the_json_path() -> None:
     assert caught.value.path.startswith("$.workloads[")  # type: ignore[attr-defined]
     with pytest.raises(tp.SnapshotError, match=r"^\$: invalid JSON"):
         tp.load_snapshot_text("{")
+
+
+def test_workload_keywords_reach_the_placement() -> None:
+    topology = tp.shapes.cluster(tp.shapes.rtx4090_server(), 4, 2)  # 2 racks of 2 servers
+    state = tp.Allocation(topology)
+    node, rack = topology.level_index("node"), topology.level_index("rack")
+    spread = tp.Workload(1, replicas=2, whole_devices=1, distinct_hosts=True,
+                         gang_scope=tp.TopologyRequirement.guaranteed("rack"),
+                         cost=tp.CostInputs(model_size_gib=14.0, seconds_since_checkpoint=30.0))
+    found = state.find_placement(spread)
+    assert found and topology.level(found.gang_domain) == rack
+    hosts = {next(a for a in [d] + ancestors(topology, d) if topology.level(a) == node)
+             for d in found.placement.devices(topology)}
+    assert len(hosts) == 2, "distinct_hosts put both replicas on one host"
+    state.add(spread, found.placement)
+    assert state.workload(1).distinct_hosts and state.workload(1).cost.model_size_gib == 14.0
+    assert tp.ReloadTime(bandwidth_gib_per_s=7.0, floor=0.0).evict(state.workload(1)) == 4.0
+
+
+def ancestors(topology: tp.Topology, domain: int) -> list[int]:
+    parent = topology.parent(domain)
+    return [] if parent is None else [parent] + ancestors(topology, parent)
+
+
+def test_every_machine_shape_and_the_generator() -> None:
+    for shape in (tp.shapes.rtx4090_server(), tp.shapes.hgx_h100(), tp.shapes.dense_8gpu_server(),
+                  tp.shapes.gb200_nvl72_rack(), tp.shapes.openb_node("V100M32", 8, 96000, 368640)):
+        topology = tp.shapes.single_machine(shape)
+        assert topology.levels[topology.host_level] == "node" and topology.device_count(0) >= 8, shape.model
+    first, again = (tp.generate_cluster(tp.ClusterSpec(nodes=8, seed=5)) for _ in range(2))
+    assert first.workload_ids() == again.workload_ids() and len(first) > 0
+    preemptor = tp.make_preemptor(tp.PreemptorKind.node, 8)
+    assert tp.branch_and_bound.solve(first, preemptor, tp.LostWork()) == \
+        tp.branch_and_bound.solve(again, preemptor, tp.LostWork())
+
+
+def test_help_shows_the_library_docs() -> None:
+    import pydoc
+    text = pydoc.render_doc(tp.WeightedSum, renderer=pydoc.plaintext)
+    assert "cost::weighted_sum" in text and "first_weight" in text
+    assert "GIL" in pydoc.render_doc(tp.sim.simulate, renderer=pydoc.plaintext)
