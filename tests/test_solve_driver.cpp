@@ -31,14 +31,15 @@ Workload node_preemptor() {
   return test::gpu_job(100, 5, 8, 1, TopologyRequirement::guaranteed("node"));
 }
 
-/// Everything one tier's search needs, for the tests of its phases.
+/// Everything one tier's search needs, for the tests of its phases. It owns its preemptor and
+/// model: the context keeps references to both, and callers pass temporaries.
 template <CostModel Model>
 struct DriverHarness {
   using Search = solvers::detail::GreedySearch;
 
   DriverHarness(const Allocation& state, const Workload& preemptor, Model model,
                 detail::SearchLimits limits = {})
-      : model(model), context(state, preemptor, this->model) {
+      : preemptor(preemptor), model(model), context(state, this->preemptor, this->model) {
     run.emplace(detail::SolveRun<Model, Search>{.state = state,
                                                  .context = context,
                                                  .search = search,
@@ -56,6 +57,7 @@ struct DriverHarness {
     return detail::TierSearch<Model, Search>(*run, index);
   }
 
+  Workload preemptor;
   Model model;
   detail::PreemptionContext<Model> context;
   Search search;
