@@ -168,12 +168,37 @@ class Topology {
   [[nodiscard]] std::span<const DomainId> domains_at(LevelIndex level_index) const {
     return by_level_.at(level_index);
   }
-  /// The domains of `level_index` inside d's subtree (a sub-span of `domains_at`).
+  /// The domains of `level_index` inside d's subtree (a sub-span of `domains_at`). O(1) when
+  /// every domain of d's level holds the same number of domains of `level_index` (a regular
+  /// tree: the span is found from `ordinal(d)` by arithmetic), else O(log n) (binary search).
   [[nodiscard]] std::span<const DomainId> domains_at(LevelIndex level_index, DomainId d) const {
     const auto& all = by_level_.at(level_index);
-    const auto first = std::lower_bound(all.begin(), all.end(), d);
-    const auto last = std::lower_bound(first, all.end(), subtree_end(d));
-    return {first, last};
+    const LevelIndex at = level_[checked(d)];
+    if (level_index > at) {
+      const std::uint32_t per_domain = per_domain_[std::size_t{at} * levels_.size() + level_index];
+      if (per_domain != irregular) {
+        return {all.data() + std::size_t{ordinal_[d.value]} * per_domain, per_domain};
+      }
+    } else if (level_index == at) {
+      return {all.data() + ordinal_[d.value], 1};
+    }
+    return domains_at_by_search(all, d);
+  }
+  /// `domains_at(level_index, d)` by binary search, whatever the tree's shape (the reference
+  /// the O(1) path is tested against).
+  [[nodiscard]] std::span<const DomainId> domains_at_by_search(LevelIndex level_index,
+                                                               DomainId d) const {
+    (void)checked(d);
+    return domains_at_by_search(by_level_.at(level_index), d);
+  }
+  /// Whether every domain of level `upper` holds the same number of domains of the deeper level
+  /// `lower` and every domain of `lower` lies under one of `upper` (so `domains_at(lower, d)` is
+  /// O(1) for d at `upper`).
+  [[nodiscard]] bool is_regular(LevelIndex upper, LevelIndex lower) const {
+    if (upper >= levels_.size() || lower >= levels_.size()) {
+      throw std::out_of_range("level index out of range");
+    }
+    return upper < lower && per_domain_[std::size_t{upper} * levels_.size() + lower] != irregular;
   }
   /// Position of d among the domains of its level (`domains_at(level(d))[ordinal(d)] == d`).
   [[nodiscard]] std::uint32_t ordinal(DomainId d) const noexcept { return ordinal_[d.value]; }
@@ -241,7 +266,7 @@ class Topology {
                         name_begin_.capacity() * sizeof(std::uint32_t) +
                         level_.capacity() + parent_.capacity() * 4 + subtree_end_.capacity() * 4 +
                         device_count_.capacity() * 4 + device_ordinal_.capacity() * 4 + ordinal_.capacity() * 4 +
-                        host_affinity_.capacity() * 4 +
+                        host_affinity_.capacity() * 4 + per_domain_.capacity() * 4 +
                         static_cast<std::size_t>(capacity_.size()) * sizeof(Amount);
     for (const auto& level : by_level_) bytes += level.capacity() * sizeof(DomainId);
     for (const auto& matrix : affinity_matrices_) {
@@ -253,6 +278,7 @@ class Topology {
  private:
   friend class TopologyBuilder;
   static constexpr std::uint32_t no_matrix = std::numeric_limits<std::uint32_t>::max();
+  static constexpr std::uint32_t irregular = std::numeric_limits<std::uint32_t>::max();
 
   Topology(std::vector<std::string> levels, ResourceSchema schema)
       : levels_(std::move(levels)), schema_(std::move(schema)) {}
@@ -266,6 +292,33 @@ class Topology {
   }
   [[nodiscard]] Eigen::Index checked_index(DomainId d) const {
     return static_cast<Eigen::Index>(checked(d));
+  }
+  [[nodiscard]] std::span<const DomainId> domains_at_by_search(const std::vector<DomainId>& all,
+                                                               DomainId d) const {
+    const auto first = std::lower_bound(all.begin(), all.end(), d);
+    const auto last = std::lower_bound(first, all.end(), DomainId{subtree_end_[d.value]});
+    return {first, last};
+  }
+  /// Fills `per_domain_`: for levels upper < lower, the number of `lower` domains under each
+  /// `upper` domain when that number is the same for all of them and every `lower` domain lies
+  /// under one (checked at the run boundaries: O(levels^2 x domains of the upper levels)).
+  void compute_regularity() {
+    const std::size_t levels = levels_.size();
+    per_domain_.assign(levels * levels, irregular);
+    for (std::size_t upper = 0; upper < levels; ++upper) {
+      const auto& tops = by_level_[upper];
+      for (std::size_t lower = upper + 1; lower < levels; ++lower) {
+        const auto& bottoms = by_level_[lower];
+        if (tops.empty() || bottoms.size() % tops.size() != 0) continue;
+        const std::size_t k = bottoms.size() / tops.size();
+        bool regular = true;
+        for (std::size_t i = 0; regular && i < tops.size() && k > 0; ++i) {
+          const DomainId top = tops[i];
+          regular = bottoms[i * k] > top && bottoms[i * k + k - 1].value < subtree_end_[top.value];
+        }
+        if (regular) per_domain_[upper * levels + lower] = static_cast<std::uint32_t>(k);
+      }
+    }
   }
 
   std::vector<std::string> levels_;
@@ -281,6 +334,7 @@ class Topology {
   std::string names_;
   std::vector<std::uint32_t> name_begin_;
   std::vector<std::vector<DomainId>> by_level_;
+  std::vector<std::uint32_t> per_domain_;  // [upper * levels + lower]: lower per upper, or irregular
   Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> capacity_;
   std::vector<Eigen::MatrixXd> affinity_matrices_;
   std::vector<std::uint32_t> host_affinity_;  // per domain; meaningful at host level only
@@ -522,6 +576,7 @@ class TopologyBuilder {
       if (domain.level == device_level_) topology.device_count_[id] = 1;
     }
     topology.name_begin_.push_back(static_cast<std::uint32_t>(topology.names_.size()));
+    topology.compute_regularity();
     // Children have larger pre-order ids than parents: one reverse sweep aggregates bottom-up.
     for (std::uint32_t id = static_cast<std::uint32_t>(n); id-- > 1;) {
       const std::uint32_t parent = topology.parent_[id];
