@@ -73,7 +73,7 @@ class Allocation {
     for (std::size_t d = 0; d < n; ++d) {
       idle_devices_[d] = topology_->device_count(DomainId{static_cast<std::uint32_t>(d)});
     }
-    occupancy_.assign(n, 0);
+    occupancy_.assign(topology_->domains_at(topology_->device_level()).size(), 0);
     versions_.assign(n, 0);
     // Sized once so that logging a change never allocates (mutations stay no-throw after
     // validation); a topology's worth of entries, within [256, 8192] (128 KiB at most).
@@ -254,7 +254,10 @@ class Allocation {
   /// Devices in d's subtree that nobody uses at all.
   [[nodiscard]] std::int64_t idle_devices(DomainId d) const { return idle_devices_[column(d)]; }
   /// Number of placement entries on device d (0 = idle).
-  [[nodiscard]] std::int64_t device_occupancy(DomainId d) const { return occupancy_[column(d)]; }
+  [[nodiscard]] std::int64_t device_occupancy(DomainId d) const {
+    (void)column(d);  // validates d
+    return topology_->is_device(d) ? occupancy_[topology_->ordinal(d)] : 0;
+  }
   /// Ids of the workloads holding anything on host-level domain `host` (unordered).
   [[nodiscard]] std::span<const WorkloadId> occupants(DomainId host) const {
     return occupants_[host_ordinal(host)];
@@ -763,7 +766,7 @@ class Allocation {
       }
       bool idle_changed = false;
       if (topology_->is_device(domain)) {
-        std::uint32_t& occupancy = occupancy_[domain.value];
+        std::uint32_t& occupancy = occupancy_[topology_->ordinal(domain)];
         idle_changed = sign > 0 ? occupancy++ == 0 : --occupancy == 0;
       }
       for (DomainId at = domain; at.valid(); at = topology_->parent(at)) {
@@ -826,7 +829,7 @@ class Allocation {
   std::shared_ptr<const Topology> topology_;
   Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> used_;  // dims x domains, aggregated
   std::vector<std::uint32_t> idle_devices_;                     // per domain, aggregated
-  std::vector<std::uint32_t> occupancy_;                        // per device: entries on it
+  std::vector<std::uint32_t> occupancy_;                        // per device ordinal: entries
   std::vector<std::uint64_t> versions_;                         // per domain (domain_version)
   /// One changed placement entry, with the root's version just before it (`changed_since`).
   struct ChangeLogEntry {

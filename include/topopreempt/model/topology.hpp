@@ -247,13 +247,15 @@ class Topology {
   [[nodiscard]] std::optional<double> device_affinity(DomainId a, DomainId b) const {
     const DomainId host_a = ancestor_at(a, host_level_);
     if (!host_a.valid() || host_a != ancestor_at(b, host_level_)) return std::nullopt;
-    const std::uint32_t matrix = host_affinity_.empty() ? no_matrix : host_affinity_[host_a.value];
+    const std::uint32_t matrix =
+        host_affinity_.empty() ? no_matrix : host_affinity_[ordinal_[host_a.value]];
     if (matrix == no_matrix) return std::nullopt;
     return affinity_matrices_[matrix](device_ordinal_[a.value], device_ordinal_[b.value]);
   }
   /// Whether the host containing d has an affinity matrix.
   [[nodiscard]] bool has_affinity(DomainId host) const {
-    return !host_affinity_.empty() && host.valid() && host_affinity_[host.value] != no_matrix;
+    return !host_affinity_.empty() && host.valid() && host.value < level_.size() &&
+           level_[host.value] == host_level_ && host_affinity_[ordinal_[host.value]] != no_matrix;
   }
   /// Ordinal of a device among the devices of its host (pre-order), as the affinity matrix uses.
   [[nodiscard]] std::uint32_t device_ordinal(DomainId device) const {
@@ -337,7 +339,7 @@ class Topology {
   std::vector<std::uint32_t> per_domain_;  // [upper * levels + lower]: lower per upper, or irregular
   Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> capacity_;
   std::vector<Eigen::MatrixXd> affinity_matrices_;
-  std::vector<std::uint32_t> host_affinity_;  // per domain; meaningful at host level only
+  std::vector<std::uint32_t> host_affinity_;  // per host ordinal (empty: no matrix at all)
 };
 
 /// Whether `name` can name a domain: non-empty and without '/' (the separator of domain paths,
@@ -639,7 +641,7 @@ class TopologyBuilder {
       }
     }
     if (!affinity_.empty()) {
-      topology.host_affinity_.assign(n, Topology::no_matrix);
+      topology.host_affinity_.assign(topology.by_level_[host_level_].size(), Topology::no_matrix);
       for (const auto& [host, matrix] : affinity_) {
         const std::uint32_t id = new_id[host];
         const Eigen::MatrixXd& m = matrices_[matrix];
@@ -651,7 +653,7 @@ class TopologyBuilder {
                                       std::to_string(devices) + "x" + std::to_string(devices) +
                                       ", finite and symmetric");
         }
-        topology.host_affinity_[id] = matrix;
+        topology.host_affinity_[topology.ordinal_[id]] = matrix;
       }
       topology.affinity_matrices_ = matrices_;
     }
