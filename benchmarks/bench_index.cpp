@@ -15,12 +15,27 @@
 //   same          fraction of decisions where both paths give the same status and cost
 //   searched      mean domains searched in depth by the index path
 // `memory/nodes:N` reports the state's self-reported bytes and the index's share of them.
+//
+// Fleet scale (issue 36), opt-in: with TOPOPREEMPT_BENCH_FLEET=1 the program also registers
+// `fleet/...` on 1,000,000 nodes (~6.1 M workloads; minutes, ~7 GiB of RAM; one cluster is kept
+// at a time, the 100 %-busy twin of the 1-GPU kinds last):
+//   TOPOPREEMPT_BENCH_FLEET=1 taskset -c 1 build/release/benchmarks/topopreempt_bench_index
+//     --benchmark_filter='^fleet/'        (one command line)
+// `fleet/generate/...` times `generate_cluster` (generate_s; topology_s: the topology alone,
+// built once more) and reports memory: topology_MiB, state_MiB (the index included), index_MiB,
+// rss_MiB (growth of the resident set while generating). `fleet/decide/...` makes 8 decisions
+// per kind (2 rounds of the 4 variants) under lost work + reload, p50_ms and x_fscan as above;
+// the first round's priority-2000 and priority-700 variants are also decided by the full scan:
+// same_victims is the fraction of those sampled decisions with the same status, cost and
+// victims (full_p50_ms their median time).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <random>
@@ -33,6 +48,7 @@
 #include "bench_timing.hpp"
 #include "scan_floors.hpp"
 #include "topopreempt/model/cluster_generator.hpp"
+#include "topopreempt/model/machine_shapes.hpp"
 #include "topopreempt/decisions/incremental_decider.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/detail/preemption_context.hpp"
@@ -271,7 +287,162 @@ void memory(benchmark::State& state, std::int64_t nodes) {
   state.counters["index_share"] = index / static_cast<double>(bytes);
 }
 
+// --- Fleet scale: 1,000,000 nodes (opt-in, TOPOPREEMPT_BENCH_FLEET=1) ---
+
+constexpr std::int64_t fleet_nodes = 1'000'000;
+
+/// Resident set of this process in MiB (0 where /proc is missing).
+double resident_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      double kib = 0.0;
+      status >> kib;
+      return kib / 1024.0;
+    }
+    status.ignore(1 << 16, '\n');
+  }
+  return 0.0;
+}
+
+/// The one fleet cluster kept (92 % busy, or the 100 %-busy twin), with what generating it cost.
+struct Fleet {
+  std::unique_ptr<GeneratedCluster> cluster;
+  bool saturated = false;
+  double generate_s = 0.0;  // wall time of generate_cluster
+  double rss_mib = 0.0;     // resident-set growth while generating
+  double floor_s = 0.0;     // median footprint scan, 0 until measured
+};
+
+Fleet& fleet(bool saturated) {
+  static Fleet kept;
+  if (!kept.cluster || kept.saturated != saturated) {
+    kept = Fleet{};  // frees the other one first: two would need ~14 GiB
+    ClusterSpec spec;
+    spec.nodes = static_cast<std::size_t>(fleet_nodes);
+    if (saturated) spec.target_occupancy = 1.0;
+    const double rss_before = resident_mib();
+    const auto start = std::chrono::steady_clock::now();
+    kept.cluster = std::make_unique<GeneratedCluster>(generate_cluster(spec));
+    kept.generate_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    kept.rss_mib = resident_mib() - rss_before;
+    kept.saturated = saturated;
+  }
+  return kept;
+}
+
+double fleet_floor(bool saturated) {
+  Fleet& f = fleet(saturated);
+  if (f.floor_s == 0.0) {
+    std::vector<double> times;
+    for (int rep = 0; rep < 7; ++rep) {
+      const double start = thread_seconds();
+      benchmark::DoNotOptimize(topopreempt_bench::footprint_scan(f.cluster->state));
+      times.push_back(thread_seconds() - start);
+    }
+    f.floor_s = median(std::move(times));
+  }
+  return f.floor_s;
+}
+
+void fleet_generate(benchmark::State& state, bool saturated) {
+  const Fleet& f = fleet(saturated);
+  double topology_s = 0.0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const Topology topology = shapes::cluster(shapes::dense_8gpu_server(),
+                                              static_cast<std::size_t>(fleet_nodes), 32);
+    topology_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    benchmark::DoNotOptimize(topology.size());
+  }
+  constexpr double mib = 1024.0 * 1024.0;
+  const Allocation& allocation = f.cluster->state;
+  const double topology_mib = static_cast<double>(f.cluster->topology->memory_bytes()) / mib;
+  const double state_mib = static_cast<double>(allocation.memory_bytes()) / mib;
+  state.counters["generate_s"] = f.generate_s;
+  state.counters["topology_s"] = topology_s;
+  state.counters["workloads"] = static_cast<double>(allocation.size());
+  state.counters["topology_MiB"] = topology_mib;
+  state.counters["state_MiB"] = state_mib;
+  state.counters["index_MiB"] = static_cast<double>(allocation.index_memory_bytes()) / mib;
+  state.counters["total_MiB"] = topology_mib + state_mib;
+  state.counters["rss_MiB"] = f.rss_mib;
+}
+
+void fleet_footprint_scan(benchmark::State& state, bool saturated) {
+  const Allocation& allocation = fleet(saturated).cluster->state;
+  for (auto _ : state) benchmark::DoNotOptimize(topopreempt_bench::footprint_scan(allocation));
+  state.counters["p50_ms"] = fleet_floor(saturated) * 1e3;
+}
+
+void fleet_decide(benchmark::State& state, Solver solver, std::size_t kind) {
+  const topopreempt_bench::Kind& k = kinds()[kind];
+  const Allocation& allocation = fleet(k.saturated).cluster->state;
+  const double floor_s = fleet_floor(k.saturated);
+  const std::vector<Workload> preemptors = topopreempt_bench::variants(k);
+  std::vector<double> times;
+  std::vector<double> full_times;
+  double same = 0.0;
+  double searched = 0.0;
+  bool first_round = true;
+  for (auto _ : state) {
+    for (std::size_t v = 0; v < preemptors.size(); ++v) {
+      const double start = thread_seconds();
+      const PreemptionPlan plan = solve(solver, allocation, preemptors[v], false, cost_model);
+      times.push_back(thread_seconds() - start);
+      searched += static_cast<double>(plan.statistics.domains_solved);
+      if (first_round && (v == 0 || v == 2)) {  // the sampled check against the full scan
+        const double full_start = thread_seconds();
+        const PreemptionPlan full = solve(solver, allocation, preemptors[v], true, cost_model);
+        full_times.push_back(thread_seconds() - full_start);
+        same += plan.status == full.status && plan.victims == full.victims &&
+                std::abs(plan.cost - full.cost) <= 1e-6 * std::max(1.0, full.cost);
+      }
+    }
+    first_round = false;
+  }
+  const double p50 = median(times);
+  state.counters["p50_ms"] = p50 * 1e3;
+  state.counters["x_fscan"] = p50 / floor_s;
+  state.counters["full_p50_ms"] = median(full_times) * 1e3;
+  state.counters["same_victims"] =
+      full_times.empty() ? 0.0 : same / static_cast<double>(full_times.size());
+  state.counters["searched"] = times.empty() ? 0.0 : searched / static_cast<double>(times.size());
+}
+
+void register_fleet_benchmarks() {
+  const std::array<std::pair<const char*, Solver>, 2> solver_list{
+      {{"greedy", Solver::greedy}, {"branch_and_bound", Solver::branch_and_bound}}};
+  const std::string suffix = "/nodes:" + std::to_string(fleet_nodes);
+  // The 92 %-busy cluster's kinds first, then the 100 %-busy twin's (one cluster at a time).
+  for (const bool saturated : {false, true}) {
+    const std::string busy = saturated ? "/busy:100" : "/busy:92";
+    benchmark::RegisterBenchmark(("fleet/generate" + busy + suffix).c_str(), fleet_generate,
+                                 saturated)
+        ->Unit(benchmark::kSecond)
+        ->Iterations(1);
+    benchmark::RegisterBenchmark(("fleet/footprint_scan" + busy + suffix).c_str(),
+                                 fleet_footprint_scan, saturated)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(3);
+    for (std::size_t kind = 0; kind < kinds().size(); ++kind) {
+      if (kinds()[kind].saturated != saturated) continue;
+      for (const auto& [name, solver] : solver_list) {
+        benchmark::RegisterBenchmark(
+            (std::string("fleet/decide/") + name + "/" + kinds()[kind].name + suffix).c_str(),
+            fleet_decide, solver, kind)
+            ->Unit(benchmark::kMillisecond)
+            ->Iterations(2);
+      }
+    }
+  }
+}
+
 bool register_benchmarks() {
+  const char* fleet_flag = std::getenv("TOPOPREEMPT_BENCH_FLEET");
+  if (fleet_flag != nullptr && std::string(fleet_flag) == "1") register_fleet_benchmarks();
   const std::array<std::pair<const char*, Solver>, 3> solver_list{
       {{"greedy", Solver::greedy},
        {"knapsack", Solver::knapsack},

@@ -110,6 +110,68 @@ TEST_SUITE("model") {
     CHECK(topology.device_count(Topology::root()) == 6212);
   }
 
+  TEST_CASE("domains_at(level, d): the O(1) span of a regular tree equals the binary search's") {
+    const auto check_every_span = [](const Topology& topology) {
+      std::size_t compared = 0;
+      for (std::size_t level = 0; level < topology.levels().size(); ++level) {
+        for (std::uint32_t d = 0; d < topology.size(); ++d) {
+          const auto fast = topology.domains_at(static_cast<LevelIndex>(level), DomainId{d});
+          const auto search =
+              topology.domains_at_by_search(static_cast<LevelIndex>(level), DomainId{d});
+          REQUIRE(fast.data() == search.data());
+          REQUIRE(fast.size() == search.size());
+          ++compared;
+        }
+      }
+      return compared;
+    };
+    // Regular: 8 racks of 8 identical nodes.
+    const Topology regular = shapes::cluster(shapes::dense_8gpu_server(), 64, 8);
+    const LevelIndex rack = regular.level_index("rack");
+    const LevelIndex node = regular.level_index("node");
+    const LevelIndex gpu = regular.device_level();
+    CHECK(regular.is_regular(0, gpu));
+    CHECK(regular.is_regular(rack, node));
+    CHECK(regular.is_regular(node, gpu));
+    CHECK_FALSE(regular.is_regular(node, rack));
+    CHECK(regular.domains_at(gpu, regular.domains_at(node)[9]).size() == 8);
+    CHECK(check_every_span(regular) == regular.size() * regular.levels().size());
+    // A last rack of 3 nodes: rack -> node and rack -> gpu irregular, node -> gpu still regular.
+    const Topology partial = shapes::cluster(shapes::dense_8gpu_server(), 67, 8);
+    CHECK_FALSE(partial.is_regular(rack, node));
+    CHECK_FALSE(partial.is_regular(rack, gpu));
+    CHECK(partial.is_regular(node, gpu));
+    CHECK(partial.domains_at(node, partial.domains_at(rack).back()).size() == 3);
+    (void)check_every_span(partial);
+    // GPUs beside core groups: core_group -> gpu irregular.
+    const Topology paper = shapes::single_machine(shapes::rtx4090_server());
+    (void)check_every_span(paper);
+    CHECK(paper.is_regular(paper.level_index("numa"), paper.device_level()));
+    CHECK_FALSE(paper.is_regular(paper.level_index("core_group"), paper.device_level()));
+    // Hand-built: a skipped level (a GPU straight under a node) and uneven fan-out.
+    TopologyBuilder builder({"cluster", "rack", "node", "numa", "gpu"},
+                            ResourceSchema::standard(), "gpu", "node");
+    const auto g = ResourceSchema::standard().make({{"gpu_milli", 1000}});
+    for (int r = 0; r < 3; ++r) {
+      const auto rack_handle = builder.add(TopologyBuilder::root(), "rack", "r" + std::to_string(r));
+      for (int n = 0; n <= r; ++n) {
+        const auto node_handle = builder.add(rack_handle, "node", "n" + std::to_string(n));
+        if (n % 2 == 0) {
+          const auto numa = builder.add(node_handle, "numa", "numa0");
+          builder.add(numa, "gpu", "g0", g);
+        } else {
+          builder.add(node_handle, "gpu", "g0", g);
+        }
+      }
+    }
+    const Topology uneven = builder.build();
+    CHECK_FALSE(uneven.is_regular(1, 2));
+    CHECK_FALSE(uneven.is_regular(3, 4));  // one GPU per NUMA node, but not every GPU has one
+    CHECK(uneven.is_regular(2, 4));
+    CHECK(check_every_span(uneven) == uneven.size() * 5);
+    CHECK_THROWS_AS((void)uneven.domains_at(1, DomainId{999}), std::out_of_range);
+  }
+
   TEST_CASE("topology builder rejects malformed trees, naming the domain") {
     TopologyBuilder builder({"cluster", "node", "gpu"}, ResourceSchema::standard(), "gpu", "node");
     const auto node = builder.add(TopologyBuilder::root(), "node", "n0");

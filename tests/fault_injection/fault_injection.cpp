@@ -318,6 +318,61 @@ int main() {
   }
   if (commits < 20) fail("only " + std::to_string(commits) + " commits exercised");
 
+  // Allocation::reserve: a failed reservation changes nothing; a completed one neither.
+  for (const std::size_t workloads : {std::size_t{64}, std::size_t{4096}}) {
+    if (!run_with_faults(state, "reserve(" + std::to_string(workloads) + ")",
+                         [&](Allocation& s) { s.reserve(workloads); }, injected)) {
+      fail("reserve did not complete");
+    }
+  }
+
+  // TopologyBuilder::add (flat storage: names, capacities and links appended together): every
+  // injected failure leaves the builder as it was, so the tree built after the retries equals
+  // one built without faults. 20 nodes under one rack cross the sibling hash's threshold (16).
+  const auto build_tree = [&](bool faults) {
+    TopologyBuilder builder({"cluster", "rack", "node", "gpu"}, ResourceSchema::standard(), "gpu",
+                            "node");
+    const auto add = [&](TopologyBuilder::Handle parent, const char* level, std::string name,
+                         const ResourceVector& capacity) {
+      for (std::uint64_t k = 1; faults && k < 1000; ++k) {
+        const std::size_t size_before = builder.size();
+        arm(k);
+        try {
+          const auto handle = builder.add(parent, level, name, capacity);
+          disarm();
+          return handle;
+        } catch (const std::bad_alloc&) {
+          disarm();
+          ++injected;
+          if (builder.size() != size_before) fail("a failed add changed the builder's size");
+        }
+      }
+      return builder.add(parent, level, std::move(name), capacity);
+    };
+    const auto rack = add(TopologyBuilder::root(), "rack", "rack0", ResourceVector());
+    for (int n = 0; n < 20; ++n) {
+      const auto node = add(rack, "node", "node" + std::to_string(n),
+                            schema.make({{"cpu_milli", 1000 * (n + 1)}}));
+      (void)add(node, "gpu", "gpu0", schema.make({{"gpu_milli", 1000}}));
+    }
+    try {
+      (void)builder.add(rack, "node", "node17");
+      fail("a duplicate node name was accepted");
+    } catch (const std::invalid_argument&) {
+    }
+    return builder.build();
+  };
+  const Topology clean = build_tree(false);
+  const Topology faulted = build_tree(true);
+  if (faulted.size() != clean.size() || faulted.capacities() != clean.capacities()) {
+    fail("a topology built through injected failures differs from a clean one");
+  }
+  for (std::uint32_t d = 0; d < clean.size(); ++d) {
+    if (faulted.describe(DomainId{d}) != clean.describe(DomainId{d})) {
+      fail("domain " + clean.describe(DomainId{d}) + " differs after injected failures");
+    }
+  }
+
   std::printf(
       "fault injection: %llu commits, %llu stale commits rejected\n",
       static_cast<unsigned long long>(commits), static_cast<unsigned long long>(conflicts));

@@ -228,6 +228,13 @@ inline void add_subtree(TopologyBuilder& builder, TopologyBuilder::Handle parent
   for (const auto& child : domain.children) add_subtree(builder, handle, child, child.name);
 }
 
+/// Number of domains of `domain`'s subtree (itself included).
+[[nodiscard]] inline std::size_t domain_count(const ShapeDomain& domain) {
+  std::size_t count = 1;
+  for (const auto& child : domain.children) count += domain_count(child);
+  return count;
+}
+
 /// Adds one machine of `shape`; `affinity` is the shape's matrix, registered once per shape
 /// (`TopologyBuilder::intern_affinity`) so that a cluster of n machines costs O(n).
 inline void add_machine(TopologyBuilder& builder, TopologyBuilder::Handle parent,
@@ -288,6 +295,18 @@ struct ClusterMember {
   if (!racked) levels.emplace_back("rack");
   levels.insert(levels.end(), shape_levels.begin(), shape_levels.end());
   TopologyBuilder builder(levels, ResourceSchema::standard(), "gpu", "node", "cluster");
+  {  // Room for every domain at once: a cluster of 1,000,000 nodes then never moves its arrays.
+    std::unordered_map<const MachineShape*, std::size_t> sizes;
+    std::size_t domains = 1 + (racked ? 0 : (members.size() + per_rack - 1) / per_rack);
+    for (const auto& member : members) {
+      auto known = sizes.find(member.shape.get());
+      if (known == sizes.end()) {
+        known = sizes.emplace(member.shape.get(), detail::domain_count(member.shape->root)).first;
+      }
+      domains += known->second;
+    }
+    builder.reserve(domains);
+  }
   TopologyBuilder::Handle rack = TopologyBuilder::root();
   // One registered affinity matrix per shape object: members usually share a handful.
   std::unordered_map<const MachineShape*, std::optional<TopologyBuilder::AffinityHandle>> affinity;

@@ -168,12 +168,37 @@ class Topology {
   [[nodiscard]] std::span<const DomainId> domains_at(LevelIndex level_index) const {
     return by_level_.at(level_index);
   }
-  /// The domains of `level_index` inside d's subtree (a sub-span of `domains_at`).
+  /// The domains of `level_index` inside d's subtree (a sub-span of `domains_at`). O(1) when
+  /// every domain of d's level holds the same number of domains of `level_index` (a regular
+  /// tree: the span is found from `ordinal(d)` by arithmetic), else O(log n) (binary search).
   [[nodiscard]] std::span<const DomainId> domains_at(LevelIndex level_index, DomainId d) const {
     const auto& all = by_level_.at(level_index);
-    const auto first = std::lower_bound(all.begin(), all.end(), d);
-    const auto last = std::lower_bound(first, all.end(), subtree_end(d));
-    return {first, last};
+    const LevelIndex at = level_[checked(d)];
+    if (level_index > at) {
+      const std::uint32_t per_domain = per_domain_[std::size_t{at} * levels_.size() + level_index];
+      if (per_domain != irregular) {
+        return {all.data() + std::size_t{ordinal_[d.value]} * per_domain, per_domain};
+      }
+    } else if (level_index == at) {
+      return {all.data() + ordinal_[d.value], 1};
+    }
+    return domains_at_by_search(all, d);
+  }
+  /// `domains_at(level_index, d)` by binary search, whatever the tree's shape (the reference
+  /// the O(1) path is tested against).
+  [[nodiscard]] std::span<const DomainId> domains_at_by_search(LevelIndex level_index,
+                                                               DomainId d) const {
+    (void)checked(d);
+    return domains_at_by_search(by_level_.at(level_index), d);
+  }
+  /// Whether every domain of level `upper` holds the same number of domains of the deeper level
+  /// `lower` and every domain of `lower` lies under one of `upper` (so `domains_at(lower, d)` is
+  /// O(1) for d at `upper`).
+  [[nodiscard]] bool is_regular(LevelIndex upper, LevelIndex lower) const {
+    if (upper >= levels_.size() || lower >= levels_.size()) {
+      throw std::out_of_range("level index out of range");
+    }
+    return upper < lower && per_domain_[std::size_t{upper} * levels_.size() + lower] != irregular;
   }
   /// Position of d among the domains of its level (`domains_at(level(d))[ordinal(d)] == d`).
   [[nodiscard]] std::uint32_t ordinal(DomainId d) const noexcept { return ordinal_[d.value]; }
@@ -222,13 +247,15 @@ class Topology {
   [[nodiscard]] std::optional<double> device_affinity(DomainId a, DomainId b) const {
     const DomainId host_a = ancestor_at(a, host_level_);
     if (!host_a.valid() || host_a != ancestor_at(b, host_level_)) return std::nullopt;
-    const std::uint32_t matrix = host_affinity_.empty() ? no_matrix : host_affinity_[host_a.value];
+    const std::uint32_t matrix =
+        host_affinity_.empty() ? no_matrix : host_affinity_[ordinal_[host_a.value]];
     if (matrix == no_matrix) return std::nullopt;
     return affinity_matrices_[matrix](device_ordinal_[a.value], device_ordinal_[b.value]);
   }
   /// Whether the host containing d has an affinity matrix.
   [[nodiscard]] bool has_affinity(DomainId host) const {
-    return !host_affinity_.empty() && host.valid() && host_affinity_[host.value] != no_matrix;
+    return !host_affinity_.empty() && host.valid() && host.value < level_.size() &&
+           level_[host.value] == host_level_ && host_affinity_[ordinal_[host.value]] != no_matrix;
   }
   /// Ordinal of a device among the devices of its host (pre-order), as the affinity matrix uses.
   [[nodiscard]] std::uint32_t device_ordinal(DomainId device) const {
@@ -241,7 +268,7 @@ class Topology {
                         name_begin_.capacity() * sizeof(std::uint32_t) +
                         level_.capacity() + parent_.capacity() * 4 + subtree_end_.capacity() * 4 +
                         device_count_.capacity() * 4 + device_ordinal_.capacity() * 4 + ordinal_.capacity() * 4 +
-                        host_affinity_.capacity() * 4 +
+                        host_affinity_.capacity() * 4 + per_domain_.capacity() * 4 +
                         static_cast<std::size_t>(capacity_.size()) * sizeof(Amount);
     for (const auto& level : by_level_) bytes += level.capacity() * sizeof(DomainId);
     for (const auto& matrix : affinity_matrices_) {
@@ -253,6 +280,7 @@ class Topology {
  private:
   friend class TopologyBuilder;
   static constexpr std::uint32_t no_matrix = std::numeric_limits<std::uint32_t>::max();
+  static constexpr std::uint32_t irregular = std::numeric_limits<std::uint32_t>::max();
 
   Topology(std::vector<std::string> levels, ResourceSchema schema)
       : levels_(std::move(levels)), schema_(std::move(schema)) {}
@@ -266,6 +294,33 @@ class Topology {
   }
   [[nodiscard]] Eigen::Index checked_index(DomainId d) const {
     return static_cast<Eigen::Index>(checked(d));
+  }
+  [[nodiscard]] std::span<const DomainId> domains_at_by_search(const std::vector<DomainId>& all,
+                                                               DomainId d) const {
+    const auto first = std::lower_bound(all.begin(), all.end(), d);
+    const auto last = std::lower_bound(first, all.end(), DomainId{subtree_end_[d.value]});
+    return {first, last};
+  }
+  /// Fills `per_domain_`: for levels upper < lower, the number of `lower` domains under each
+  /// `upper` domain when that number is the same for all of them and every `lower` domain lies
+  /// under one (checked at the run boundaries: O(levels^2 x domains of the upper levels)).
+  void compute_regularity() {
+    const std::size_t levels = levels_.size();
+    per_domain_.assign(levels * levels, irregular);
+    for (std::size_t upper = 0; upper < levels; ++upper) {
+      const auto& tops = by_level_[upper];
+      for (std::size_t lower = upper + 1; lower < levels; ++lower) {
+        const auto& bottoms = by_level_[lower];
+        if (tops.empty() || bottoms.size() % tops.size() != 0) continue;
+        const std::size_t k = bottoms.size() / tops.size();
+        bool regular = true;
+        for (std::size_t i = 0; regular && i < tops.size() && k > 0; ++i) {
+          const DomainId top = tops[i];
+          regular = bottoms[i * k] > top && bottoms[i * k + k - 1].value < subtree_end_[top.value];
+        }
+        if (regular) per_domain_[upper * levels + lower] = static_cast<std::uint32_t>(k);
+      }
+    }
   }
 
   std::vector<std::string> levels_;
@@ -281,9 +336,10 @@ class Topology {
   std::string names_;
   std::vector<std::uint32_t> name_begin_;
   std::vector<std::vector<DomainId>> by_level_;
+  std::vector<std::uint32_t> per_domain_;  // [upper * levels + lower]: lower per upper, or irregular
   Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> capacity_;
   std::vector<Eigen::MatrixXd> affinity_matrices_;
-  std::vector<std::uint32_t> host_affinity_;  // per domain; meaningful at host level only
+  std::vector<std::uint32_t> host_affinity_;  // per host ordinal (empty: no matrix at all)
 };
 
 /// Whether `name` can name a domain: non-empty and without '/' (the separator of domain paths,
@@ -335,7 +391,20 @@ class TopologyBuilder {
       throw std::invalid_argument("root domain name '" + root_name +
                                   "' must be non-empty and contain no '/'");
     }
-    nodes_.push_back(PendingDomain{std::move(root_name), 0, none, schema_.zeros(), {}});
+    names_ = std::move(root_name);
+    capacities_.assign(schema_.size(), 0);
+    nodes_.push_back(PendingDomain{0, static_cast<std::uint32_t>(names_.size()), 0, none});
+  }
+
+  /// Makes room for `domains` domains in all (the root included) with names of about
+  /// `name_bytes` bytes in all (0: 8 per domain), so that adding that many allocates nothing
+  /// more: domains are stored flat (names in one buffer, capacities in one array), not one
+  /// heap block each. Optional; changes nothing observable. Like every member, not
+  /// thread-safe (a builder belongs to one thread).
+  void reserve(std::size_t domains, std::size_t name_bytes = 0) {
+    nodes_.reserve(domains);
+    capacities_.reserve(domains * schema_.size());
+    names_.reserve(name_bytes == 0 ? 8 * domains : name_bytes);
   }
 
   /// The root domain.
@@ -355,63 +424,89 @@ class TopologyBuilder {
     }
     const LevelIndex level_index = level_of(level);
     const PendingDomain& parent_domain = nodes_[parent.index];
-    const std::string label = "'" + name + "' (" + std::string(level) + ")";
+    // Built only for an error: one string per domain was most of the cost of adding one.
+    const auto label = [&name, level] { return "'" + name + "' (" + std::string(level) + ")"; };
+    const std::string_view parent_name = name_of(parent.index);
     if (parent_domain.level == device_level_) {
-      throw std::invalid_argument("domain " + label + " cannot be placed under device '" +
-                                  parent_domain.name + "': devices are leaves");
+      throw std::invalid_argument("domain " + label() + " cannot be placed under device '" +
+                                  std::string(parent_name) + "': devices are leaves");
     }
     if (level_index <= parent_domain.level) {
-      throw std::invalid_argument("domain " + label + " must be deeper than its parent '" +
-                                  parent_domain.name + "' (" + levels_[parent_domain.level] + ")");
+      throw std::invalid_argument("domain " + label() + " must be deeper than its parent '" +
+                                  std::string(parent_name) + "' (" +
+                                  levels_[parent_domain.level] + ")");
     }
     if (!is_valid_domain_name(name)) {
-      throw std::invalid_argument("domain name " + label + " must be non-empty and contain no '/'");
+      throw std::invalid_argument("domain name " + label() +
+                                  " must be non-empty and contain no '/'");
     }
     // Few siblings are compared by name; a parent with many is hashed by (parent, name), so n
     // siblings cost O(n), not O(n^2). Hashing only those keeps the table small: 10 M domains
     // of 588,235 machines index only the machines, not every socket, NUMA node and GPU.
     const std::size_t key = sibling_key(parent.index, name);
-    if (parent_domain.children.size() < indexed_siblings) {
-      for (const std::uint32_t sibling : parent_domain.children) {
-        if (nodes_[sibling].name == name) {
-          throw std::invalid_argument("domain " + label + " already exists under '" +
-                                      parent_domain.name + "'");
-        }
+    const auto exists = [&] {
+      return std::invalid_argument("domain " + label() + " already exists under '" +
+                                   std::string(parent_name) + "'");
+    };
+    if (parent_domain.child_count < indexed_siblings) {
+      for (std::uint32_t sibling = parent_domain.first_child; sibling != none;
+           sibling = nodes_[sibling].next_sibling) {
+        if (name_of(sibling) == name) throw exists();
       }
     } else {
       for (auto [it, last] = siblings_.equal_range(key); it != last; ++it) {
-        if (nodes_[it->second].parent == parent.index && nodes_[it->second].name == name) {
-          throw std::invalid_argument("domain " + label + " already exists under '" +
-                                      parent_domain.name + "'");
+        if (nodes_[it->second].parent == parent.index && name_of(it->second) == name) {
+          throw exists();
         }
       }
     }
-    ResourceVector capacity = local_capacity.size() == 0 ? schema_.zeros() : local_capacity;
-    check_capacity(label, level_index, capacity);
-    if (nodes_.size() >= std::numeric_limits<std::uint32_t>::max() - 1) {
+    if (local_capacity.size() != 0) check_capacity(label, level_index, local_capacity);
+    if (nodes_.size() >= std::numeric_limits<std::uint32_t>::max() - 1 ||
+        names_.size() + name.size() >= std::numeric_limits<std::uint32_t>::max()) {
       throw std::length_error("too many domains");
     }
     const auto index = static_cast<std::uint32_t>(nodes_.size());
-    nodes_.push_back(PendingDomain{std::move(name), level_index, parent.index, std::move(capacity), {}});
+    const std::size_t names_before = names_.size();
+    const std::size_t capacities_before = capacities_.size();
     try {  // strong guarantee: a failed insertion leaves no trace
-      nodes_[parent.index].children.push_back(index);
+      names_ += name;
+      if (local_capacity.size() == 0) {
+        capacities_.resize(capacities_before + schema_.size(), 0);
+      } else {
+        capacities_.insert(capacities_.end(), local_capacity.data(),
+                           local_capacity.data() + local_capacity.size());
+      }
+      nodes_.push_back(PendingDomain{static_cast<std::uint32_t>(names_before),
+                                     static_cast<std::uint32_t>(names_.size()), level_index,
+                                     parent.index});
       try {
         index_siblings(parent.index, key, index);
       } catch (...) {
-        nodes_[parent.index].children.pop_back();
+        nodes_.pop_back();
         throw;
       }
     } catch (...) {
-      nodes_.pop_back();
+      names_.resize(names_before);
+      capacities_.resize(capacities_before);
       throw;
     }
+    // No-throw: link the child last among its siblings.
+    PendingDomain& parent_node = nodes_[parent.index];
+    if (parent_node.last_child == none) {
+      parent_node.first_child = index;
+    } else {
+      nodes_[parent_node.last_child].next_sibling = index;
+    }
+    parent_node.last_child = index;
+    ++parent_node.child_count;
     return Handle{index};
   }
 
   /// Gives the root domain a pooled local capacity (rarely needed).
   void set_root_capacity(const ResourceVector& local_capacity) {
-    check_capacity("root", 0, local_capacity);
-    nodes_[0].local_capacity = local_capacity;
+    check_capacity([] { return std::string("root"); }, 0, local_capacity);
+    std::copy(local_capacity.data(), local_capacity.data() + local_capacity.size(),
+              capacities_.begin());
   }
 
   /// Index of an affinity matrix registered with `intern_affinity`, for `set_affinity`.
@@ -487,12 +582,13 @@ class TopologyBuilder {
     topology.device_ordinal_.assign(n, 0);
     topology.ordinal_.reserve(n);
     topology.name_begin_.reserve(n + 1);
+    topology.names_.reserve(names_.size());
     topology.capacity_.resize(dims, static_cast<Eigen::Index>(n));
     topology.by_level_.assign(levels_.size(), {});
 
     // Iterative pre-order walk: deep trees must not overflow the stack.
     std::vector<std::uint32_t> new_id(n, 0);
-    std::vector<std::pair<std::uint32_t, std::size_t>> stack{{0U, 0U}};
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> stack{{0U, nodes_[0].first_child}};
     std::uint32_t next = 0;
     std::vector<std::uint32_t> order;
     order.reserve(n);
@@ -500,11 +596,12 @@ class TopologyBuilder {
     order.push_back(0);
     while (!stack.empty()) {
       auto& [node, child] = stack.back();
-      if (child < nodes_[node].children.size()) {
-        const std::uint32_t c = nodes_[node].children[child++];
+      if (child != none) {
+        const std::uint32_t c = child;
+        child = nodes_[c].next_sibling;
         new_id[c] = next++;
         order.push_back(c);
-        stack.emplace_back(c, 0U);
+        stack.emplace_back(c, nodes_[c].first_child);
       } else {
         topology.subtree_end_[new_id[node]] = next;
         stack.pop_back();
@@ -515,20 +612,23 @@ class TopologyBuilder {
       topology.level_[id] = domain.level;
       topology.parent_[id] = domain.parent == none ? none : new_id[domain.parent];
       topology.name_begin_.push_back(static_cast<std::uint32_t>(topology.names_.size()));
-      topology.names_ += domain.name;
-      topology.capacity_.col(id) = domain.local_capacity;
+      topology.names_ += name_of(order[id]);
+      topology.capacity_.col(id) = Eigen::Map<const ResourceVector>(
+          capacities_.data() + std::size_t{order[id]} * schema_.size(), dims);
       topology.ordinal_.push_back(static_cast<std::uint32_t>(topology.by_level_[domain.level].size()));
       topology.by_level_[domain.level].push_back(DomainId{id});
       if (domain.level == device_level_) topology.device_count_[id] = 1;
     }
     topology.name_begin_.push_back(static_cast<std::uint32_t>(topology.names_.size()));
+    topology.compute_regularity();
     // Children have larger pre-order ids than parents: one reverse sweep aggregates bottom-up.
     for (std::uint32_t id = static_cast<std::uint32_t>(n); id-- > 1;) {
       const std::uint32_t parent = topology.parent_[id];
       for (Eigen::Index dim = 0; dim < dims; ++dim) {
         Amount& total = topology.capacity_(dim, parent);
         if (__builtin_add_overflow(total, topology.capacity_(dim, id), &total)) {
-          throw std::overflow_error("capacity of '" + nodes_[order[parent]].name + "' overflows in '" +
+          throw std::overflow_error("capacity of '" + std::string(name_of(order[parent])) +
+                                    "' overflows in '" +
                                     schema_[static_cast<std::size_t>(dim)].name + "'");
         }
       }
@@ -541,22 +641,25 @@ class TopologyBuilder {
       }
     }
     if (!affinity_.empty()) {
-      topology.host_affinity_.assign(n, Topology::no_matrix);
+      topology.host_affinity_.assign(topology.by_level_[host_level_].size(), Topology::no_matrix);
       for (const auto& [host, matrix] : affinity_) {
         const std::uint32_t id = new_id[host];
         const Eigen::MatrixXd& m = matrices_[matrix];
         const auto devices = static_cast<Eigen::Index>(topology.device_count_[id]);
         if (m.rows() != devices || m.cols() != devices || !m.allFinite() ||
             !m.isApprox(m.transpose(), 0.0)) {
-          throw std::invalid_argument("affinity matrix of host '" + nodes_[host].name + "' must be " +
+          throw std::invalid_argument("affinity matrix of host '" + std::string(name_of(host)) +
+                                      "' must be " +
                                       std::to_string(devices) + "x" + std::to_string(devices) +
                                       ", finite and symmetric");
         }
-        topology.host_affinity_[id] = matrix;
+        topology.host_affinity_[topology.ordinal_[id]] = matrix;
       }
       topology.affinity_matrices_ = matrices_;
     }
     nodes_.clear();
+    names_.clear();
+    capacities_.clear();
     siblings_.clear();
     matrix_by_key_.clear();
     return topology;
@@ -564,32 +667,45 @@ class TopologyBuilder {
 
  private:
   static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+  /// A domain as added: flat (its name in `names_`, its capacity in `capacities_`, its
+  /// children as a linked list), so adding one allocates nothing of its own.
   struct PendingDomain {
-    std::string name;
+    std::uint32_t name_begin = 0;  // [name_begin, name_end) in names_
+    std::uint32_t name_end = 0;
     LevelIndex level = 0;
     std::uint32_t parent = none;
-    ResourceVector local_capacity;
-    std::vector<std::uint32_t> children;
+    std::uint32_t first_child = none;
+    std::uint32_t last_child = none;
+    std::uint32_t next_sibling = none;
+    std::uint32_t child_count = 0;
   };
+
+  [[nodiscard]] std::string_view name_of(std::uint32_t node) const noexcept {
+    return std::string_view(names_).substr(nodes_[node].name_begin,
+                                           nodes_[node].name_end - nodes_[node].name_begin);
+  }
 
   /// Parents with at least this many children have them hashed in `siblings_`.
   static constexpr std::size_t indexed_siblings = 16;
 
   /// Hashes the new child `index` (key `key`) of `parent` once the parent has many children,
   /// all of them the first time. All or nothing: a failed insertion removes those it made.
+  /// Called before `index` is linked under `parent` (so the parent's list lacks it).
   void index_siblings(std::uint32_t parent, std::size_t key, std::uint32_t index) {
-    const std::vector<std::uint32_t>& children = nodes_[parent].children;
-    if (children.size() < indexed_siblings) return;
-    if (children.size() > indexed_siblings) {
+    const std::size_t children = std::size_t{nodes_[parent].child_count} + 1;
+    if (children < indexed_siblings) return;
+    if (children > indexed_siblings) {
       siblings_.emplace(key, index);
       return;
     }
     std::vector<decltype(siblings_)::iterator> made;
-    made.reserve(children.size());
+    made.reserve(children);
     try {
-      for (const std::uint32_t child : children) {
-        made.push_back(siblings_.emplace(sibling_key(parent, nodes_[child].name), child));
+      for (std::uint32_t child = nodes_[parent].first_child; child != none;
+           child = nodes_[child].next_sibling) {
+        made.push_back(siblings_.emplace(sibling_key(parent, name_of(child)), child));
       }
+      made.push_back(siblings_.emplace(key, index));
     } catch (...) {
       for (const auto& it : made) siblings_.erase(it);
       throw;
@@ -615,10 +731,11 @@ class TopologyBuilder {
     throw std::invalid_argument("unknown topology level '" + std::string(name) + "'");
   }
 
-  void check_capacity(const std::string& label, LevelIndex level_index,
+  template <class Label>
+  void check_capacity(const Label& label, LevelIndex level_index,
                       const ResourceVector& capacity) const {
     if (static_cast<std::size_t>(capacity.size()) != schema_.size()) {
-      throw std::invalid_argument("capacity of domain " + label + " has " +
+      throw std::invalid_argument("capacity of domain " + label() + " has " +
                                   std::to_string(capacity.size()) + " entries, the schema has " +
                                   std::to_string(schema_.size()));
     }
@@ -626,12 +743,12 @@ class TopologyBuilder {
     for (std::size_t i = 0; i < schema_.size(); ++i) {
       const Amount value = capacity(static_cast<Eigen::Index>(i));
       if (value < 0) {
-        throw std::invalid_argument("capacity of domain " + label + " is negative in '" +
+        throw std::invalid_argument("capacity of domain " + label() + " is negative in '" +
                                     schema_[i].name + "'");
       }
       if (value > 0 && schema_.is_device(i) != device) {
         throw std::invalid_argument(
-            "domain " + label + " holds '" + schema_[i].name + "', a " +
+            "domain " + label() + " holds '" + schema_[i].name + "', a " +
             (schema_.is_device(i) ? "device" : "pooled") + " dimension that only " +
             (schema_.is_device(i) ? "device leaves" : "non-device domains") + " may hold");
       }
@@ -643,6 +760,8 @@ class TopologyBuilder {
   LevelIndex device_level_ = 0;
   LevelIndex host_level_ = 0;
   std::vector<PendingDomain> nodes_;
+  std::string names_;              // every domain's name, back to back (insertion order)
+  std::vector<Amount> capacities_;  // dims per domain (insertion order), local
   std::vector<Eigen::MatrixXd> matrices_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> affinity_;
   std::unordered_multimap<std::size_t, std::uint32_t> siblings_;       // (parent, name) -> node
