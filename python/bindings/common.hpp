@@ -20,6 +20,7 @@
 #include "topopreempt/model/allocation.hpp"
 #include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/model/workload.hpp"
+#include "topopreempt/model_cache/model_cache.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
 
 namespace topopreempt::python {
