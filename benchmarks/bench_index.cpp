@@ -83,19 +83,24 @@ const GeneratedCluster& cluster(std::int64_t nodes, bool saturated, int percent 
   return *slot;
 }
 
+/// Median time of `reps` footprint scans of `state` (seconds).
+double median_footprint_scan(const Allocation& state, int reps) {
+  std::vector<double> times;
+  for (int rep = 0; rep < reps; ++rep) {
+    const double start = thread_seconds();
+    benchmark::DoNotOptimize(topopreempt_bench::footprint_scan(state));
+    times.push_back(thread_seconds() - start);
+  }
+  return median(std::move(times));
+}
+
 /// Median footprint-scan time of one cluster (seconds), measured once.
 double footprint_floor(std::int64_t nodes, bool saturated, int percent = 0) {
   static std::map<std::tuple<std::int64_t, bool, int>, double> cache;
   const auto it = cache.find({nodes, saturated, percent});
   if (it != cache.end()) return it->second;
-  const Allocation& state = cluster(nodes, saturated, percent).state;
-  std::vector<double> times;
-  for (int rep = 0; rep < 21; ++rep) {
-    const double start = thread_seconds();
-    benchmark::DoNotOptimize(topopreempt_bench::footprint_scan(state));
-    times.push_back(thread_seconds() - start);
-  }
-  return cache[{nodes, saturated, percent}] = median(std::move(times));
+  return cache[{nodes, saturated, percent}] =
+             median_footprint_scan(cluster(nodes, saturated, percent).state, 21);
 }
 
 const topopreempt_bench::BenchCost cost_model{};
@@ -335,15 +340,7 @@ Fleet& fleet(bool saturated) {
 
 double fleet_floor(bool saturated) {
   Fleet& f = fleet(saturated);
-  if (f.floor_s == 0.0) {
-    std::vector<double> times;
-    for (int rep = 0; rep < 7; ++rep) {
-      const double start = thread_seconds();
-      benchmark::DoNotOptimize(topopreempt_bench::footprint_scan(f.cluster->state));
-      times.push_back(thread_seconds() - start);
-    }
-    f.floor_s = median(std::move(times));
-  }
+  if (f.floor_s == 0.0) f.floor_s = median_footprint_scan(f.cluster->state, 7);
   return f.floor_s;
 }
 

@@ -342,7 +342,7 @@ class Allocation {
     const std::uint32_t slot = slot_of(id);
     Record& record = records_[slot];
     const std::vector<DomainId> hosts = hosts_of(record);
-    reserve_one_more(free_slots_);
+    reserve_more(free_slots_, 1);
     const BandKeys gone = band_keys(record.workload);
     const std::int32_t priority = record.workload.priority;
     const bool indexed = record.workload.preemptible;
@@ -422,9 +422,7 @@ class Allocation {
     const auto slot = static_cast<std::uint32_t>(
         last_evicted ? *last_evicted : (appended ? records_.size() - 1 : free_slots_.back()));
     try {
-      if (free_slots_.capacity() < free_slots_.size() + victims.size()) {
-        free_slots_.reserve(std::max(2 * free_slots_.size(), free_slots_.size() + victims.size()));
-      }
+      reserve_more(free_slots_, victims.size());
       // Rows the victims empty keep their capacity, so reserving against today's rows covers
       // whatever the new workload (or a shrunk victim) inserts after them.
       reserve_start(record, hosts, slot);
@@ -568,8 +566,8 @@ class Allocation {
   void reserve_start(const Record& record, const std::vector<DomainId>& hosts, std::uint32_t slot) {
     for (DomainId host : hosts) {
       const std::size_t ordinal = host_ordinal(host);
-      reserve_one_more(occupants_[ordinal]);
-      reserve_one_more(occupant_slots_[ordinal]);
+      reserve_more(occupants_[ordinal], 1);
+      reserve_more(occupant_slots_[ordinal], 1);
     }
     reserve_holdings(record);
     // Geometric growth: reserving size() + 1 rehashed the map every ~10 % of growth.
@@ -583,11 +581,13 @@ class Allocation {
     index_.emplace(record.workload.id.value, slot);
   }
 
-  /// Room for one more element, growing geometrically (reserving size() + 1 reallocated the
-  /// list on every add).
+  /// Room for `count` more elements, growing geometrically (reserving size() + count
+  /// reallocated the list on every add).
   template <class T>
-  static void reserve_one_more(std::vector<T>& list) {
-    if (list.size() == list.capacity()) list.reserve(std::max<std::size_t>(4, 2 * list.size()));
+  static void reserve_more(std::vector<T>& list, std::size_t count) {
+    if (list.capacity() - list.size() < count) {
+      list.reserve(std::max({std::size_t{4}, 2 * list.size(), list.size() + count}));
+    }
   }
 
   /// A victim of `preempt_and_start`, looked up and (for a shrink) rebuilt before any mutation.
