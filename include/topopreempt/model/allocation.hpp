@@ -49,6 +49,10 @@ struct WorkloadView {
   }
 };
 
+namespace detail {
+class ClusterFiller;
+}  // namespace detail
+
 /// The cluster state over one `Topology`.
 ///
 /// Aggregates (used amount and idle device count of every domain) are maintained
@@ -311,31 +315,8 @@ class Allocation {
   /// not add up to its demand, a broken guaranteed requirement, or over-capacity.
   void add(Workload workload, const Placement& placement) {
     check_addable(workload, placement);
-    // Everything that can throw (allocation included) happens before the first observable
-    // mutation; the spare record slot appended for it is dropped again if anything throws.
-    Record record = new_record(std::move(workload), placement);
-    const WorkloadId id = record.workload.id;
-    const std::vector<DomainId> hosts = hosts_of(record);
-    const bool appended = free_slots_.empty();
-    if (appended) records_.emplace_back();
-    const auto slot =
-        static_cast<std::uint32_t>(appended ? records_.size() - 1 : free_slots_.back());
-    try {
-      reserve_start(record, hosts, slot);
-    } catch (...) {
-      if (appended) records_.pop_back();
-      throw;
-    }
-    // No-throw from here on.
-    if (!appended) free_slots_.pop_back();
-    records_[slot] = std::move(record);
-    apply(records_[slot], 0, records_[slot].domains.size(), +1);
-    for (DomainId host : hosts) {
-      occupants_[host_ordinal(host)].push_back(id);
-      occupant_slots_[host_ordinal(host)].push_back(slot);
-    }
+    start(std::move(workload), placement);
   }
-
   /// Stops workload `id`, freeing everything it holds. Throws `std::out_of_range` naming it
   /// when unknown.
   void remove(WorkloadId id) {
@@ -501,6 +482,18 @@ class Allocation {
   }
 
  private:
+  friend class detail::ClusterFiller;  // `generate_cluster`'s filler: `add_found`
+
+  /// `add` for `generate_cluster`, whose `find_placement` has just validated `workload` and
+  /// computed `placement` against this very state (gangs: one replica per distinct host of one
+  /// rack), so the checks of `add` would only repeat it. A repeated id is still refused.
+  void add_found(Workload workload, const Placement& placement) {
+    if (contains(workload.id)) {
+      throw std::invalid_argument(workload.label() + " is already running");
+    }
+    start(std::move(workload), placement);
+  }
+
   struct Record {
     Workload workload;
     std::vector<DomainId> domains;                                  // one per placement entry
@@ -590,6 +583,34 @@ class Allocation {
     }
   }
 
+  /// `add` after its checks: starts `workload` at `placement`, both already checked against
+  /// this state. Strong guarantee as `add`'s (it throws only `std::bad_alloc`).
+  void start(Workload workload, const Placement& placement) {
+    // Everything that can throw (allocation included) happens before the first observable
+    // mutation; the spare record slot appended for it is dropped again if anything throws.
+    Record record = new_record(std::move(workload), placement);
+    const WorkloadId id = record.workload.id;
+    const std::vector<DomainId> hosts = hosts_of(record);
+    const bool appended = free_slots_.empty();
+    if (appended) records_.emplace_back();
+    const auto slot =
+        static_cast<std::uint32_t>(appended ? records_.size() - 1 : free_slots_.back());
+    try {
+      reserve_start(record, hosts, slot);
+    } catch (...) {
+      if (appended) records_.pop_back();
+      throw;
+    }
+    // No-throw from here on.
+    if (!appended) free_slots_.pop_back();
+    records_[slot] = std::move(record);
+    apply(records_[slot], 0, records_[slot].domains.size(), +1);
+    for (DomainId host : hosts) {
+      occupants_[host_ordinal(host)].push_back(id);
+      occupant_slots_[host_ordinal(host)].push_back(slot);
+    }
+  }
+
   /// A victim of `preempt_and_start`, looked up and (for a shrink) rebuilt before any mutation.
   struct PreparedVictim {
     std::uint32_t slot;
@@ -640,6 +661,11 @@ class Allocation {
   [[nodiscard]] Record new_record(Workload workload, const Placement& placement) const {
     Record record;
     record.live = true;
+    std::size_t entries = 0;
+    for (const auto& replica : placement.replicas) entries += replica.entries.size();
+    // Sized exactly: growing by push_back took up to 5 allocations and kept the slack.
+    record.replica_begin.reserve(placement.replicas.size());
+    record.domains.reserve(entries);
     for (const auto& replica : placement.replicas) {
       record.replica_begin.push_back(static_cast<std::uint32_t>(record.domains.size()));
       for (const auto& entry : replica.entries) record.domains.push_back(entry.domain);
