@@ -16,12 +16,12 @@
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "topopreempt/model/detail/idle_device_index.hpp"
 #include "topopreempt/model/detail/preemption_index.hpp"
+#include "topopreempt/model/detail/slot_map.hpp"
 #include "topopreempt/model/index_band.hpp"
 #include "topopreempt/model/placement.hpp"
 #include "topopreempt/model/resources.hpp"
@@ -226,7 +226,7 @@ class Allocation {
   [[nodiscard]] std::vector<WorkloadId> workload_ids() const {
     std::vector<WorkloadId> ids;
     ids.reserve(index_.size());
-    for (const auto& [id, slot] : index_) ids.push_back(WorkloadId{id});
+    index_.for_each([&](std::uint64_t id, std::uint32_t) { ids.push_back(WorkloadId{id}); });
     std::sort(ids.begin(), ids.end());
     return ids;
   }
@@ -463,8 +463,7 @@ class Allocation {
         versions_.capacity() * sizeof(std::uint64_t) + index_memory_bytes() +
         idle_device_index_.memory_bytes() +
         change_log_.capacity() * sizeof(ChangeLogEntry) + records_.capacity() * sizeof(Record) +
-        free_slots_.capacity() * sizeof(std::uint32_t) + index_.bucket_count() * sizeof(void*) +
-        index_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 2 * sizeof(void*));
+        free_slots_.capacity() * sizeof(std::uint32_t) + index_.memory_bytes();
     for (const Record& record : records_) {
       bytes += record.domains.capacity() * sizeof(DomainId) +
                static_cast<std::size_t>(record.amounts.size()) * sizeof(Amount) +
@@ -564,14 +563,10 @@ class Allocation {
     }
     reserve_holdings(record);
     // Geometric growth: reserving size() + 1 rehashed the map every ~10 % of growth.
-    if (static_cast<double>(index_.size() + 1) >
-        index_.max_load_factor() * static_cast<double>(index_.bucket_count())) {
-      index_.reserve(2 * index_.size() + 16);
-    }
-    // Last: reserve() only sizes the buckets, inserting still allocates the node (and may
-    // throw std::bad_alloc). Done after the record was live, it left a ghost record that
-    // for_each_workload visited but contains() denied.
-    index_.emplace(record.workload.id.value, slot);
+    index_.reserve_one_more();
+    // Last (inserting into the room reserved never throws): the record is not observable
+    // until its id is mapped.
+    (void)index_.insert(record.workload.id.value, slot);
   }
 
   /// Room for `count` more elements, growing geometrically (reserving size() + count
@@ -737,11 +732,11 @@ class Allocation {
     return static_cast<Eigen::Index>(d.value);
   }
   [[nodiscard]] std::uint32_t slot_of(WorkloadId id) const {
-    const auto it = index_.find(id.value);
-    if (it == index_.end()) {
+    const std::uint32_t* slot = index_.find(id.value);
+    if (slot == nullptr) {
       throw std::out_of_range("workload " + std::to_string(id.value) + " is not running");
     }
-    return it->second;
+    return *slot;
   }
   [[nodiscard]] std::size_t host_ordinal(DomainId host) const {
     if (!topology_->valid_domain(host) || topology_->level(host) != topology_->host_level()) {
@@ -870,7 +865,7 @@ class Allocation {
   std::vector<std::vector<std::uint32_t>> occupant_slots_;  // parallel: record slots
   std::vector<Record> records_;
   std::vector<std::uint32_t> free_slots_;
-  std::unordered_map<std::uint64_t, std::uint32_t> index_;
+  detail::SlotMap index_;  // workload id -> slot in records_
 };
 
 }  // namespace topopreempt
