@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "state_fingerprint.hpp"
 #include "topopreempt/model/cluster_generator.hpp"
 
 using namespace topopreempt;
@@ -33,6 +34,18 @@ Fingerprint fingerprint(const Allocation& state) {
     print.checkpoints.push_back(workload.cost.seconds_since_checkpoint);
   }
   return print;
+}
+
+/// FNV-1a over `test::state_fingerprint` (workloads with their placements in slot order, per
+/// domain version, usage, idle devices and preemption index, per host occupants). Versions
+/// digest every field of every workload, so equal digests mean equal clusters.
+std::uint64_t state_digest(const Allocation& state) {
+  std::uint64_t digest = 0xcbf29ce484222325ULL;
+  for (const std::string& line : test::state_fingerprint(state, {2000, 700, 350, 150, 50})) {
+    for (const unsigned char c : line) digest = (digest ^ c) * 0x100000001b3ULL;
+    digest = (digest ^ '\n') * 0x100000001b3ULL;
+  }
+  return digest;
 }
 
 }  // namespace
@@ -90,6 +103,37 @@ TEST_SUITE("cluster_generator") {
     for (std::uint32_t d = 0; d < topology.size(); ++d) {
       CHECK((state.free(DomainId{d}).array() >= 0).all());
     }
+  }
+
+  TEST_CASE("the generated clusters are pinned: 1,000 and 10,000 nodes as in 0.5") {
+    // Digests of the clusters `generate_cluster` made before it started workloads through
+    // `add_found` (main at 8368b3a): the fast path must not change a single workload, id,
+    // placement, version or index entry.
+    ClusterSpec spec;
+    spec.nodes = 1000;
+    const GeneratedCluster small = generate_cluster(spec);
+    CHECK(small.state.size() == 6176);
+    CHECK(state_digest(small.state) == 0x209b5770d2976fadULL);
+    spec.nodes = 10000;
+    const GeneratedCluster large = generate_cluster(spec);
+    CHECK(large.state.size() == 60502);
+    CHECK(state_digest(large.state) == 0x12df2bfc31ddc3a5ULL);
+  }
+
+  TEST_CASE("every generated workload passes add's checks and rebuilds the same state") {
+    // The generator skips add's checks (find_placement has just made them); starting its
+    // workloads again through the public add, in the same order, checks every one of them.
+    ClusterSpec spec;
+    spec.nodes = 300;
+    spec.nodes_per_rack = 16;
+    const GeneratedCluster generated = generate_cluster(spec);
+    Allocation rebuilt(generated.topology);
+    generated.state.for_each_workload([&](const Workload& workload) {
+      REQUIRE_NOTHROW(rebuilt.add(workload, generated.state.placement(workload.id)));
+    });
+    CHECK(rebuilt.size() == generated.state.size());
+    CHECK(test::state_fingerprint(rebuilt, {2000, 700, 350, 150, 50}) ==
+          test::state_fingerprint(generated.state, {2000, 700, 350, 150, 50}));
   }
 
   TEST_CASE("the same spec gives the same cluster; another seed another one") {

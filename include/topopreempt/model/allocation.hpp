@@ -16,12 +16,12 @@
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "topopreempt/model/detail/idle_device_index.hpp"
 #include "topopreempt/model/detail/preemption_index.hpp"
+#include "topopreempt/model/detail/slot_map.hpp"
 #include "topopreempt/model/index_band.hpp"
 #include "topopreempt/model/placement.hpp"
 #include "topopreempt/model/resources.hpp"
@@ -48,6 +48,10 @@ struct WorkloadView {
     return amounts(static_cast<Eigen::Index>(dim), static_cast<Eigen::Index>(e));
   }
 };
+
+namespace detail {
+class ClusterFiller;
+}  // namespace detail
 
 /// The cluster state over one `Topology`.
 ///
@@ -222,7 +226,7 @@ class Allocation {
   [[nodiscard]] std::vector<WorkloadId> workload_ids() const {
     std::vector<WorkloadId> ids;
     ids.reserve(index_.size());
-    for (const auto& [id, slot] : index_) ids.push_back(WorkloadId{id});
+    index_.for_each([&](std::uint64_t id, std::uint32_t) { ids.push_back(WorkloadId{id}); });
     std::sort(ids.begin(), ids.end());
     return ids;
   }
@@ -311,31 +315,8 @@ class Allocation {
   /// not add up to its demand, a broken guaranteed requirement, or over-capacity.
   void add(Workload workload, const Placement& placement) {
     check_addable(workload, placement);
-    // Everything that can throw (allocation included) happens before the first observable
-    // mutation; the spare record slot appended for it is dropped again if anything throws.
-    Record record = new_record(std::move(workload), placement);
-    const WorkloadId id = record.workload.id;
-    const std::vector<DomainId> hosts = hosts_of(record);
-    const bool appended = free_slots_.empty();
-    if (appended) records_.emplace_back();
-    const auto slot =
-        static_cast<std::uint32_t>(appended ? records_.size() - 1 : free_slots_.back());
-    try {
-      reserve_start(record, hosts, slot);
-    } catch (...) {
-      if (appended) records_.pop_back();
-      throw;
-    }
-    // No-throw from here on.
-    if (!appended) free_slots_.pop_back();
-    records_[slot] = std::move(record);
-    apply(records_[slot], 0, records_[slot].domains.size(), +1);
-    for (DomainId host : hosts) {
-      occupants_[host_ordinal(host)].push_back(id);
-      occupant_slots_[host_ordinal(host)].push_back(slot);
-    }
+    start(std::move(workload), placement);
   }
-
   /// Stops workload `id`, freeing everything it holds. Throws `std::out_of_range` naming it
   /// when unknown.
   void remove(WorkloadId id) {
@@ -482,8 +463,7 @@ class Allocation {
         versions_.capacity() * sizeof(std::uint64_t) + index_memory_bytes() +
         idle_device_index_.memory_bytes() +
         change_log_.capacity() * sizeof(ChangeLogEntry) + records_.capacity() * sizeof(Record) +
-        free_slots_.capacity() * sizeof(std::uint32_t) + index_.bucket_count() * sizeof(void*) +
-        index_.size() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 2 * sizeof(void*));
+        free_slots_.capacity() * sizeof(std::uint32_t) + index_.memory_bytes();
     for (const Record& record : records_) {
       bytes += record.domains.capacity() * sizeof(DomainId) +
                static_cast<std::size_t>(record.amounts.size()) * sizeof(Amount) +
@@ -501,6 +481,18 @@ class Allocation {
   }
 
  private:
+  friend class detail::ClusterFiller;  // `generate_cluster`'s filler: `add_found`
+
+  /// `add` for `generate_cluster`, whose `find_placement` has just validated `workload` and
+  /// computed `placement` against this very state (gangs: one replica per distinct host of one
+  /// rack), so the checks of `add` would only repeat it. A repeated id is still refused.
+  void add_found(Workload workload, const Placement& placement) {
+    if (contains(workload.id)) {
+      throw std::invalid_argument(workload.label() + " is already running");
+    }
+    start(std::move(workload), placement);
+  }
+
   struct Record {
     Workload workload;
     std::vector<DomainId> domains;                                  // one per placement entry
@@ -571,14 +563,10 @@ class Allocation {
     }
     reserve_holdings(record);
     // Geometric growth: reserving size() + 1 rehashed the map every ~10 % of growth.
-    if (static_cast<double>(index_.size() + 1) >
-        index_.max_load_factor() * static_cast<double>(index_.bucket_count())) {
-      index_.reserve(2 * index_.size() + 16);
-    }
-    // Last: reserve() only sizes the buckets, inserting still allocates the node (and may
-    // throw std::bad_alloc). Done after the record was live, it left a ghost record that
-    // for_each_workload visited but contains() denied.
-    index_.emplace(record.workload.id.value, slot);
+    index_.reserve_one_more();
+    // Last (inserting into the room reserved never throws): the record is not observable
+    // until its id is mapped.
+    (void)index_.insert(record.workload.id.value, slot);
   }
 
   /// Room for `count` more elements, growing geometrically (reserving size() + count
@@ -587,6 +575,34 @@ class Allocation {
   static void reserve_more(std::vector<T>& list, std::size_t count) {
     if (list.capacity() - list.size() < count) {
       list.reserve(std::max({std::size_t{4}, 2 * list.size(), list.size() + count}));
+    }
+  }
+
+  /// `add` after its checks: starts `workload` at `placement`, both already checked against
+  /// this state. Strong guarantee as `add`'s (it throws only `std::bad_alloc`).
+  void start(Workload workload, const Placement& placement) {
+    // Everything that can throw (allocation included) happens before the first observable
+    // mutation; the spare record slot appended for it is dropped again if anything throws.
+    Record record = new_record(std::move(workload), placement);
+    const WorkloadId id = record.workload.id;
+    const std::vector<DomainId> hosts = hosts_of(record);
+    const bool appended = free_slots_.empty();
+    if (appended) records_.emplace_back();
+    const auto slot =
+        static_cast<std::uint32_t>(appended ? records_.size() - 1 : free_slots_.back());
+    try {
+      reserve_start(record, hosts, slot);
+    } catch (...) {
+      if (appended) records_.pop_back();
+      throw;
+    }
+    // No-throw from here on.
+    if (!appended) free_slots_.pop_back();
+    records_[slot] = std::move(record);
+    apply(records_[slot], 0, records_[slot].domains.size(), +1);
+    for (DomainId host : hosts) {
+      occupants_[host_ordinal(host)].push_back(id);
+      occupant_slots_[host_ordinal(host)].push_back(slot);
     }
   }
 
@@ -640,6 +656,11 @@ class Allocation {
   [[nodiscard]] Record new_record(Workload workload, const Placement& placement) const {
     Record record;
     record.live = true;
+    std::size_t entries = 0;
+    for (const auto& replica : placement.replicas) entries += replica.entries.size();
+    // Sized exactly: growing by push_back took up to 5 allocations and kept the slack.
+    record.replica_begin.reserve(placement.replicas.size());
+    record.domains.reserve(entries);
     for (const auto& replica : placement.replicas) {
       record.replica_begin.push_back(static_cast<std::uint32_t>(record.domains.size()));
       for (const auto& entry : replica.entries) record.domains.push_back(entry.domain);
@@ -711,11 +732,11 @@ class Allocation {
     return static_cast<Eigen::Index>(d.value);
   }
   [[nodiscard]] std::uint32_t slot_of(WorkloadId id) const {
-    const auto it = index_.find(id.value);
-    if (it == index_.end()) {
+    const std::uint32_t* slot = index_.find(id.value);
+    if (slot == nullptr) {
       throw std::out_of_range("workload " + std::to_string(id.value) + " is not running");
     }
-    return it->second;
+    return *slot;
   }
   [[nodiscard]] std::size_t host_ordinal(DomainId host) const {
     if (!topology_->valid_domain(host) || topology_->level(host) != topology_->host_level()) {
@@ -844,7 +865,7 @@ class Allocation {
   std::vector<std::vector<std::uint32_t>> occupant_slots_;  // parallel: record slots
   std::vector<Record> records_;
   std::vector<std::uint32_t> free_slots_;
-  std::unordered_map<std::uint64_t, std::uint32_t> index_;
+  detail::SlotMap index_;  // workload id -> slot in records_
 };
 
 }  // namespace topopreempt

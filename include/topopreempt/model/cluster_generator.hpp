@@ -257,7 +257,7 @@ class ClusterFiller {
       if (!found.found) return false;
       placement.replicas.push_back(std::move(found.placement.replicas.front()));
     }
-    state_.add(std::move(gang), placement);
+    state_.add_found(std::move(gang), placement);
     return true;
   }
 
@@ -398,10 +398,11 @@ class ClusterFiller {
     return workload;
   }
 
-  bool try_place(const Workload& workload, DomainId within) {
+  /// Starts `workload` inside `within` if it fits there (then `workload` is moved from).
+  bool try_place(Workload& workload, DomainId within) {
     auto found = find_placement(state_, workload, within);
     if (!found.found) return false;
-    state_.add(workload, found.placement);
+    state_.add_found(std::move(workload), found.placement);
     return true;
   }
 

@@ -8,6 +8,7 @@
 /// header to include on its own.
 
 #include <string>
+#include <unordered_map>
 
 #include "topopreempt/model/allocation.hpp"
 
