@@ -172,6 +172,27 @@ class Allocation {
   void prefetch_index_bands(DomainId d) const noexcept {
     preemption_index_.prefetch(*topology_, d);
   }
+  /// The preemption index's blocks: runs of at most 64 consecutive domains of the level above
+  /// the hosts under one parent (kept under a parent with more children than that), each with
+  /// its own bands, folded from its members' as a parent's are from its children's (a bound
+  /// from them bounds every member). The block of d, or `index_no_block` (d elsewhere, or
+  /// under a parent with few children). Cost: O(1).
+  static constexpr std::uint32_t index_no_block = detail::PreemptionIndex::no_block;
+  [[nodiscard]] std::uint32_t index_block_of(DomainId d) const noexcept {
+    return preemption_index_.block_of(*topology_, d);
+  }
+  /// The ordinals [first, last) of block b's members (at their level).
+  [[nodiscard]] std::pair<std::uint32_t, std::uint32_t> index_block_ordinals(
+      std::uint32_t b) const noexcept {
+    return preemption_index_.block_ordinals(b);
+  }
+  /// As `for_each_index_band`, over block b's bands.
+  template <class Visitor>
+  void for_each_index_block_band(std::uint32_t b, std::int32_t priority, Visitor&& visit) const {
+    preemption_index_.for_each_block_band(b, priority, std::forward<Visitor>(visit));
+  }
+  /// As `prefetch_index_bands`, for block b.
+  void prefetch_index_block(std::uint32_t b) const noexcept { preemption_index_.prefetch_block(b); }
   /// The band `workload` alone would form (its own extremes; `most_entries_per_victim` 0 when
   /// it holds no device): what `check_price_sum` checks a declared `IndexPricedModel` against.
   [[nodiscard]] IndexBand index_band_of(const Workload& workload) const noexcept {

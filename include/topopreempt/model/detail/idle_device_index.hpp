@@ -123,12 +123,19 @@ class IdleDeviceIndex {
   /// the range per non-empty bucket tried), most idle first.
   [[nodiscard]] std::int64_t most_idle(const Topology& topology, LevelIndex level,
                                        DomainId within) const noexcept {
-    const Level& indexed = levels_[level_slot_[level]];
     const auto all = topology.domains_at(level);
     const auto inside = topology.domains_at(level, within);
     if (inside.empty()) return -1;
     const auto first = static_cast<std::size_t>(inside.data() - all.data());
-    const std::size_t last = first + inside.size();
+    return most_idle_in(level, first, first + inside.size());
+  }
+
+  /// The most idle devices of the domains of `level` (covered) whose ordinals lie in [first,
+  /// last), or -1 when the range is empty. Cost: as `most_idle`.
+  [[nodiscard]] std::int64_t most_idle_in(LevelIndex level, std::size_t first,
+                                          std::size_t last) const noexcept {
+    if (first >= last) return -1;
+    const Level& indexed = levels_[level_slot_[level]];
     for (std::uint32_t idle = indexed.max_idle + 1; idle-- > 0;) {
       if (counts_[indexed.count_offset + idle] == 0) continue;
       const std::uint64_t* bucket = &words_[indexed.word_offset + idle * indexed.words];

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "topopreempt/model/index_band.hpp"
@@ -64,7 +65,44 @@ class PreemptionIndex {
       level_offset_[level + 1U] = level_offset_[level] + topology.domains_at(level).size();
     }
     first_host_slot_ = level_offset_[topology.host_level()];
-    rows_.resize(level_offset_.back());
+    make_blocks(topology);
+    rows_.resize(first_block_slot_ + block_start_.size());
+  }
+
+  /// Marks "no block" (`block_of`).
+  static constexpr std::uint32_t no_block = std::numeric_limits<std::uint32_t>::max();
+  /// Consecutive children of one domain per block: at most this many.
+  static constexpr std::uint32_t block_size = 16;
+
+  /// The level whose domains are gathered into blocks (the level just above the hosts, when
+  /// it lies below the root), or 0 when there are none. A block is a run of at most
+  /// `block_size` consecutive domains of that level with the same parent, kept only under a
+  /// parent with more children than that; the index keeps a row per block as for a domain
+  /// whose subtree is the block's members' (folded as a parent folds its children), so a bound
+  /// from a block's bands is a lower bound for each of its members.
+  [[nodiscard]] LevelIndex block_level() const noexcept { return block_level_; }
+  /// The block of d (a domain of `block_level()`), or `no_block`.
+  [[nodiscard]] std::uint32_t block_of(const Topology& topology, DomainId d) const noexcept {
+    if (block_level_ == 0 || topology.level(d) != block_level_) return no_block;
+    return block_of_[topology.ordinal(d)];
+  }
+  /// The ordinals [first, last) at `block_level()` of block b's members.
+  [[nodiscard]] std::pair<std::uint32_t, std::uint32_t> block_ordinals(
+      std::uint32_t b) const noexcept {
+    return {block_start_[b], block_end_[b]};
+  }
+  /// As `for_each_band`, for block b.
+  template <class Visitor>
+  void for_each_block_band(std::uint32_t b, std::int32_t priority, Visitor&& visit) const {
+    visit_bands(first_block_slot_ + b, priority, std::forward<Visitor>(visit));
+  }
+  /// As `prefetch`, for block b.
+  void prefetch_block(std::uint32_t b) const noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(rows_[first_block_slot_ + b].data());
+#else
+    (void)b;
+#endif
   }
 
   /// Device entries of the bands strictly below `priority` at d (or at d's host below it).
@@ -83,19 +121,7 @@ class PreemptionIndex {
   template <class Visitor>
   void for_each_band(const Topology& topology, DomainId d, std::int32_t priority,
                      Visitor&& visit) const {
-    const std::size_t at = slot(topology, d);
-    const auto& rows = rows_[at];
-    const std::size_t stride = stride_at(at);
-    const bool per_replica = keeps_replica_keys(at);
-    const std::size_t keys = key_offset();
-    for (std::size_t row = 0; row < rows.size(); row += stride) {
-      if (rows[row + holding_priority] >= priority) break;
-      if (rows[row + keys + key_entries] == no_key) continue;  // no device holder in the band
-      IndexBand band;
-      band.priority = static_cast<std::int32_t>(rows[row + holding_priority]);
-      fill_extremes(band, rows.data() + row + keys, per_replica);
-      visit(band);
-    }
+    visit_bands(slot(topology, d), priority, std::forward<Visitor>(visit));
   }
 
   /// A hint that d's bands (d at or above the host level; else nothing) will be read soon: a
@@ -175,6 +201,14 @@ class PreemptionIndex {
         if (row == rows.size() || rows[row + holding_priority] != priority) {
           rows.reserve(rows.size() + stride);
         }
+        if (const std::uint32_t b = block_of(topology, at); b != no_block) {
+          auto& block_rows = rows_[first_block_slot_ + b];
+          const std::size_t block_row = row_of(block_rows, priority, stride);
+          if (block_row == block_rows.size() ||
+              block_rows[block_row + holding_priority] != priority) {
+            block_rows.reserve(block_rows.size() + stride);
+          }
+        }
         if (at == Topology::root()) break;
       }
     }
@@ -185,7 +219,16 @@ class PreemptionIndex {
   template <class Column>
   void add(const Topology& topology, DomainId at, std::int32_t priority, bool device,
            const Column& amount, int sign, const BandKeys& keys) noexcept {
-    const std::size_t index_slot = slot(topology, at);
+    add_at(slot(topology, at), priority, device, amount, sign, keys);
+    // A block's row, as its members' parent would have it.
+    if (const std::uint32_t b = block_of(topology, at); b != no_block)
+      add_at(first_block_slot_ + b, priority, device, amount, sign, keys);
+  }
+
+  /// `add` at one slot.
+  template <class Column>
+  void add_at(std::size_t index_slot, std::int32_t priority, bool device, const Column& amount,
+              int sign, const BandKeys& keys) noexcept {
     auto& rows = rows_[index_slot];
     const std::size_t stride = stride_at(index_slot);
     const std::size_t key_offset = this->key_offset();
@@ -283,6 +326,9 @@ class PreemptionIndex {
             }
           }
         }
+        if (const std::uint32_t b = block_of(topology, at); b != no_block) {
+          refresh_block(b, priority, gone);
+        }
         if (at == Topology::root()) break;
       }
     }
@@ -291,7 +337,9 @@ class PreemptionIndex {
   /// Bytes the index holds.
   [[nodiscard]] std::size_t memory_bytes() const noexcept {
     std::size_t bytes = rows_.capacity() * sizeof(std::vector<Amount>) +
-                        level_offset_.capacity() * sizeof(std::size_t);
+                        level_offset_.capacity() * sizeof(std::size_t) +
+                        (block_of_.capacity() + block_start_.capacity() + block_end_.capacity()) *
+                            sizeof(std::uint32_t);
     for (const auto& rows : rows_) bytes += rows.capacity() * sizeof(Amount);
     return bytes;
   }
@@ -308,7 +356,89 @@ class PreemptionIndex {
   [[nodiscard]] std::size_t key_offset() const noexcept { return holding_amounts + dims_; }
   /// Whether the rows of `slot` keep the per-replica keys (above the host level).
   [[nodiscard]] bool keeps_replica_keys(std::size_t slot) const noexcept {
-    return slot < first_host_slot_;
+    return slot < first_host_slot_ || slot >= first_block_slot_;
+  }
+
+  /// Calls `visit(const IndexBand&)` for each band of slot `at` strictly below `priority`
+  /// that holds device entries, ascending priority.
+  template <class Visitor>
+  void visit_bands(std::size_t at, std::int32_t priority, Visitor&& visit) const {
+    const auto& rows = rows_[at];
+    const std::size_t stride = stride_at(at);
+    const bool per_replica = keeps_replica_keys(at);
+    const std::size_t keys = key_offset();
+    for (std::size_t row = 0; row < rows.size(); row += stride) {
+      if (rows[row + holding_priority] >= priority) break;
+      if (rows[row + keys + key_entries] == no_key) continue;  // no device holder in the band
+      IndexBand band;
+      band.priority = static_cast<std::int32_t>(rows[row + holding_priority]);
+      fill_extremes(band, rows.data() + row + keys, per_replica);
+      visit(band);
+    }
+  }
+
+  /// Gathers the domains of the level above the hosts into blocks (see `block_level`); the
+  /// block rows' slots follow every domain's.
+  void make_blocks(const Topology& topology) {
+    first_block_slot_ = level_offset_.back();
+    const LevelIndex host_level = topology.host_level();
+    if (host_level < 2) return;
+    const auto level = static_cast<LevelIndex>(host_level - 1);
+    const auto domains = topology.domains_at(level);
+    block_of_.assign(domains.size(), no_block);
+    std::size_t i = 0;
+    while (i < domains.size()) {
+      // The run of i's siblings: its parent's children at this level.
+      const DomainId parent = topology.parent(domains[i]);
+      std::size_t end = i;
+      while (end < domains.size() && topology.parent(domains[end]) == parent) ++end;
+      if (end - i > block_size) {
+        for (std::size_t first = i; first < end; first += block_size) {
+          const std::size_t last = std::min<std::size_t>(first + block_size, end);
+          const auto b = static_cast<std::uint32_t>(block_start_.size());
+          block_start_.push_back(static_cast<std::uint32_t>(first));
+          block_end_.push_back(static_cast<std::uint32_t>(last));
+          for (std::size_t k = first; k < last; ++k) block_of_[k] = b;
+        }
+      }
+      i = end;
+    }
+    if (block_start_.empty()) {
+      block_of_.clear();
+      return;
+    }
+    block_level_ = level;
+  }
+
+  /// Recomputes block b's band `priority` from its members' rows, when `gone` may have set
+  /// one of its extremes (as `refresh` does for a domain above its children).
+  void refresh_block(std::uint32_t b, std::int32_t priority,
+                     const BandKeys& gone) noexcept {
+    const std::size_t keys = key_offset();
+    const std::size_t block_slot = first_block_slot_ + b;
+    auto& rows = rows_[block_slot];
+    const std::size_t stride = stride_at(block_slot);
+    const std::size_t row = row_of(rows, priority, stride);
+    if (row >= rows.size() || rows[row + holding_priority] != priority) return;
+    Amount* band = rows.data() + row + keys;
+    bool set_by_gone = band[key_lost_work_owner] == gone[key_lost_work_owner] ||
+                       band[key_second_lost_work] == gone[key_lost_work];
+    for (const std::size_t k : {key_lost_work, key_model_gib, key_entries,
+                                key_lost_work_per_replica, key_model_gib_per_replica})
+      set_by_gone = set_by_gone || band[k] == gone[k];
+    if (!set_by_gone) return;
+    std::fill(band, band + key_count, no_key);
+    const std::size_t base = level_offset_[block_level_];
+    for (std::uint32_t ordinal = block_start_[b]; ordinal < block_end_[b]; ++ordinal) {
+      const std::size_t member_slot = base + ordinal;
+      const auto& member_rows = rows_[member_slot];
+      const std::size_t member_row = row_of(member_rows, priority, stride_at(member_slot));
+      if (member_row >= member_rows.size() ||
+          member_rows[member_row + holding_priority] != priority) {
+        continue;
+      }
+      fold_keys(band, member_rows.data() + member_row + keys, true);
+    }
   }
   [[nodiscard]] std::size_t stride_at(std::size_t slot) const noexcept {
     return key_offset() + (keeps_replica_keys(slot) ? key_count : host_key_count);
@@ -405,6 +535,13 @@ class PreemptionIndex {
   std::vector<std::vector<Amount>> rows_;  // per indexed domain (slot)
   std::vector<std::size_t> level_offset_;  // first slot of each level <= host
   std::size_t first_host_slot_ = 0;        // slots before it keep the per-replica keys
+  // Blocks (`block_level`): their rows' first slot (past every domain's; these keep the
+  // per-replica keys too), each member's block, each block's ordinals [start, end).
+  std::size_t first_block_slot_ = 0;
+  LevelIndex block_level_ = 0;
+  std::vector<std::uint32_t> block_of_;
+  std::vector<std::uint32_t> block_start_;
+  std::vector<std::uint32_t> block_end_;
 };
 
 }  // namespace detail

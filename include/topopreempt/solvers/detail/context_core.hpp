@@ -341,6 +341,18 @@ class PreemptionContext {
   /// and put on `grid`.
   [[nodiscard]] double banded_price_bound(DomainId where, double need, double floor,
                                           double grid) const;
+  /// `index_cover` over the bands `for_each_band(visit)` visits.
+  template <class ForEachBand>
+  [[nodiscard]] IndexCover index_cover_from(ForEachBand&& for_each_band, double need,
+                                            bool least_action) const;
+  /// `banded_price_bound`'s bound from a cover already taken (`need` > 0).
+  [[nodiscard]] double price_bound_of(const IndexCover& cover, double floor, double grid) const;
+  /// A bound for every target of `tier` under the members of the preemption index's block
+  /// `block` (`Allocation::index_block_of`): `group_price_bound` over them at once, from the
+  /// block's bands and the most idle devices of any host under them, so that a block whose
+  /// bound cannot win is dismissed without reading its members' bands.
+  [[nodiscard]] double block_price_bound(const Tier& tier, std::uint32_t block, double floor,
+                                         double grid) const;
 
   /// Calls `visit(host)` for each host-level domain that `scope` covers or lies in.
   template <class Visit>

@@ -647,6 +647,15 @@ double PreemptionContext<Model>::group_price_bound_cached(std::size_t tier_index
 template <CostModel Model>
 IndexCover PreemptionContext<Model>::index_cover(DomainId where, double need,
                                                  bool least_action) const {
+  return index_cover_from(
+      [&](const auto& visit) { state_.for_each_index_band(where, preemptor_.priority, visit); },
+      need, least_action);
+}
+
+template <CostModel Model>
+template <class ForEachBand>
+IndexCover PreemptionContext<Model>::index_cover_from(ForEachBand&& for_each_band, double need,
+                                                      bool least_action) const {
   IndexCover out;
   if constexpr (IndexPricedModel<Model>) {
     // Per band, at most the entries of its least-lost-work workload cost the band's rate; every
@@ -667,7 +676,7 @@ IndexCover PreemptionContext<Model>::index_cover(DomainId where, double need,
       for (; at > 0 && rate < capped[at - 1].first; --at) capped[at] = capped[at - 1];
       capped[at] = {rate, entries};
     };
-    state_.for_each_index_band(where, preemptor_.priority, [&](const IndexBand& band) {
+    for_each_band([&](const IndexBand& band) {
       const PriceRate least = model_.index_price_rate(band);
       out.per_victim = std::min(out.per_victim, least.per_victim);
       // Only a declared price can beat the cover: the fallback, one entry at the band's rate
@@ -718,8 +727,57 @@ double PreemptionContext<Model>::banded_price_bound(DomainId where, double need,
     return floor;
   } else {
     if (!(need > 0.0)) return floor;
-    const IndexCover cover =
-        index_cover(where, need, topology_.level(where) < topology_.host_level());
+    return price_bound_of(index_cover(where, need, topology_.level(where) < topology_.host_level()),
+                          floor, grid);
+  }
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::block_price_bound(const Tier& tier, std::uint32_t block,
+                                                   double floor, double grid) const {
+  if constexpr (!IndexPricedModel<Model>) {
+    return floor;
+  } else {
+    // As `group_price_bound` over the block's members at once: the most idle devices of any
+    // host under them (their hosts are one run of ordinals), and the block's bands, folded
+    // from the members' as a parent's are (each extreme over a superset of any member's).
+    const LevelIndex host_level = topology_.host_level();
+    const auto [first, last] = state_.index_block_ordinals(block);
+    const LevelIndex level = static_cast<LevelIndex>(host_level - 1);
+    const auto members = topology_.domains_at(level).subspan(first, last - first);
+    double most_idle = 0.0;
+    const auto& idle_index = state_.idle_device_index();
+    const auto all_hosts = topology_.domains_at(host_level);
+    const auto first_hosts = topology_.domains_at(host_level, members.front());
+    const auto last_hosts = topology_.domains_at(host_level, members.back());
+    const auto host_first = static_cast<std::size_t>(first_hosts.data() - all_hosts.data());
+    const auto host_last =
+        static_cast<std::size_t>(last_hosts.data() - all_hosts.data()) + last_hosts.size();
+    if (idle_index.covers(host_level)) {
+      most_idle = static_cast<double>(
+          std::max<std::int64_t>(idle_index.most_idle_in(host_level, host_first, host_last), 0));
+    } else {
+      for (std::size_t h = host_first; h < host_last; ++h)
+        most_idle = std::max(most_idle, free_in(state_, all_hosts[h], whole_device_dim));
+    }
+    const double need = total_demand(tier, whole_device_dim) - most_idle;
+    if (!(need > 0.0)) return floor;
+    return price_bound_of(
+        index_cover_from(
+            [&](const auto& visit) {
+              state_.for_each_index_block_band(block, preemptor_.priority, visit);
+            },
+            need, true),
+        floor, grid);
+  }
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::price_bound_of(const IndexCover& cover, double floor,
+                                                double grid) const {
+  if constexpr (!IndexPricedModel<Model>) {
+    return floor;
+  } else {
     // No band holds a device, or too few entries: the index shortfall rejects the domain;
     // keep the floor.
     if (!std::isfinite(cover.per_victim) || !std::isfinite(cover.cost)) return floor;

@@ -178,6 +178,9 @@ struct TierSearch {
     /// Unread, its per-host index bound not yet taken (`per_host_index_bound`, O(hosts)):
     /// taken when it comes up, and most never do.
     bool refine = false;
+    /// A group that is a block of the preemption index (`Allocation::index_block_of`): its
+    /// members' targets, `target` its first member, keyed by `block_price_bound`.
+    std::uint32_t block = Allocation::index_no_block;
   };
 
   /// The heap's order, a min-heap by (bound, id): usually only the first few domains are
@@ -452,11 +455,81 @@ struct TierSearch {
 
   /// The targets of `tier` inside `group`, ascending id.
   [[nodiscard]] std::span<const DomainId> members_of(DomainId group) const {
+    return targets_between(group, context.topology().subtree_end(group));
+  }
+
+  /// The targets of `tier` with ids in [first, end), ascending id.
+  [[nodiscard]] std::span<const DomainId> targets_between(DomainId first, DomainId end) const {
     const auto all = context.targets(tier);
-    const auto first = std::lower_bound(all.begin(), all.end(), group);
-    const auto last = std::lower_bound(first, all.end(), context.topology().subtree_end(group));
-    return all.subspan(static_cast<std::size_t>(first - all.begin()),
-                       static_cast<std::size_t>(last - first));
+    const auto from = std::lower_bound(all.begin(), all.end(), first);
+    const auto to = std::lower_bound(from, all.end(), end);
+    return all.subspan(static_cast<std::size_t>(from - all.begin()),
+                       static_cast<std::size_t>(to - from));
+  }
+
+  /// The domains of the index block `block` (at the level above the hosts), ascending id.
+  [[nodiscard]] std::span<const DomainId> block_domains(std::uint32_t block) const {
+    const auto [first, last] = state.index_block_ordinals(block);
+    return context.topology()
+        .domains_at(static_cast<LevelIndex>(host_level - 1))
+        .subspan(first, last - first);
+  }
+
+  /// Pushes `children` (consecutive domains one level below `parent`, the group or block
+  /// being opened, whose targets are `members`) as groups keyed by their own bounds, at least
+  /// the parent's. Children come in pre-order, so each one's members are the run of the
+  /// parent's that starts where the previous child's ended: found by galloping from there,
+  /// not by two searches over every target of the tier. Their bands lie far apart in memory,
+  /// and on a large cluster reading them is most of a group's opening: fetched ahead.
+  void push_child_groups(const Candidate& parent, std::span<const DomainId> children,
+                         std::span<const DomainId> members) {
+    const Topology& topology = context.topology();
+    std::size_t first = 0;
+    for_each_prefetching_bands(state, children, [&](std::size_t i) {
+      const DomainId child = children[i];
+      const std::size_t last = gallop_lower_bound(members, first, topology.subtree_end(child));
+      const std::size_t count = last - first;
+      first = last;
+      if (count == 0) return;
+      candidates.push_back(
+          {std::max(parent.bound, context.group_price_bound_cached(tier_index, tier, child,
+                                                                   floor, grid, cache)),
+           child, false, count});
+      std::push_heap(candidates.begin(), candidates.end(), later);
+      ++groups;
+      grouped_targets += count;
+    });
+  }
+
+  /// Pushes `children` (as `push_child_groups`) gathered by the preemption index's blocks,
+  /// each block one group keyed by its bound (`block_price_bound`): a block whose bound
+  /// cannot win is dismissed without reading its members' bands. Returns false (nothing
+  /// pushed) when the children have no blocks.
+  bool push_child_blocks(const Candidate& parent, std::span<const DomainId> children,
+                         std::span<const DomainId> members) {
+    if (children.empty()) return false;
+    const std::uint32_t first_block = state.index_block_of(children.front());
+    if (first_block == Allocation::index_no_block) return false;
+    const std::uint32_t last_block = state.index_block_of(children.back());
+    const Topology& topology = context.topology();
+    std::size_t first = 0;
+    for (std::uint32_t b = first_block; b <= last_block; ++b) {
+      if (b + 4 <= last_block) state.prefetch_index_block(b + 4);
+      const auto domains = block_domains(b);
+      const std::size_t last =
+          gallop_lower_bound(members, first, topology.subtree_end(domains.back()));
+      const std::size_t count = last - first;
+      first = last;
+      if (count == 0) continue;
+      Candidate block{std::max(parent.bound, context.block_price_bound(tier, b, floor, grid)),
+                      domains.front(), false, count};
+      block.block = b;
+      candidates.push_back(block);
+      std::push_heap(candidates.begin(), candidates.end(), later);
+      ++groups;
+      grouped_targets += count;
+    }
+    return true;
   }
 
   /// Opens a group: into the groups one level down while those still lie above the targets
@@ -466,29 +539,22 @@ struct TierSearch {
     --groups;
     grouped_targets -= group.members;
     const Topology& topology = context.topology();
+    if (group.block != Allocation::index_no_block) {
+      // A block opens into its members, each a group (they lie above the targets: a block's
+      // members are at the level above the hosts, and blocks are only pushed above targets).
+      const auto domains = block_domains(group.block);
+      push_child_groups(group, domains,
+                        targets_between(domains.front(), topology.subtree_end(domains.back())));
+      return;
+    }
     const LevelIndex level = topology.level(group.target);
     const auto members = members_of(group.target);
     if (level < host_level && level + 1 < tier.target_level) {
       const auto children = topology.domains_at(level + 1, group.target);
-      // Children come in pre-order, so each one's members are the run of the group's that
-      // starts where the previous child's ended: found by galloping from there, not by two
-      // searches over every target of the tier. Their bands lie far apart in memory, and on
-      // a large cluster reading them is most of a group's opening: fetched ahead.
-      std::size_t first = 0;
-      for_each_prefetching_bands(state, children, [&](std::size_t i) {
-        const DomainId child = children[i];
-        const std::size_t last = gallop_lower_bound(members, first, topology.subtree_end(child));
-        const std::size_t count = last - first;
-        first = last;
-        if (count == 0) return;
-        candidates.push_back(
-            {std::max(group.bound, context.group_price_bound_cached(tier_index, tier, child,
-                                                                    floor, grid, cache)),
-             child, false, count});
-        std::push_heap(candidates.begin(), candidates.end(), later);
-        ++groups;
-        grouped_targets += count;
-      });
+      // Many children (the racks of a large cluster's root): taken by blocks first, so that
+      // a decision reads the bands of a few blocks and of the racks in the blocks it opens,
+      // not every rack's.
+      if (!push_child_blocks(group, children, members)) push_child_groups(group, children, members);
       return;
     }
     if (for_listing) {

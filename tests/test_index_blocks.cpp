@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: MIT
+// The preemption index's blocks (issue 36, item 1): the domains above the hosts under a parent
+// with many children (the racks of a large cluster's root) are gathered into blocks of
+// consecutive siblings, each with bands folded from its members'. A block's bands equal a
+// recount over its members after any change sequence, whatever the order the state was built
+// in; a block's bound never exceeds any member's group bound; and the driver, which opens the
+// root into blocks and a block into its members, finds the full scan's plans.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "topopreempt/model/cluster_generator.hpp"
+#include "topopreempt/model/cost_model.hpp"
+#include "topopreempt/solvers/branch_and_bound.hpp"
+#include "topopreempt/solvers/detail/preemption_context.hpp"
+#include "topopreempt/solvers/greedy.hpp"
+
+namespace topopreempt {
+namespace {
+
+constexpr std::uint32_t block_size = detail::PreemptionIndex::block_size;
+
+/// A cluster whose root holds `racks` racks of `per_rack` nodes.
+GeneratedCluster wide_cluster(std::size_t racks, std::size_t per_rack, std::uint64_t seed,
+                              double occupancy) {
+  ClusterSpec spec;
+  spec.nodes = racks * per_rack;
+  spec.nodes_per_rack = per_rack;
+  spec.seed = seed;
+  spec.elastic_fraction = 0.5;
+  spec.target_occupancy = occupancy;
+  return generate_cluster(spec);
+}
+
+/// The racks (domains of the level above the hosts) of block b.
+std::vector<DomainId> members_of(const Allocation& state, std::uint32_t b) {
+  const Topology& topology = state.topology();
+  const auto [first, last] = state.index_block_ordinals(b);
+  const auto level = static_cast<LevelIndex>(topology.host_level() - 1);
+  const auto all = topology.domains_at(level);
+  return {all.begin() + first, all.begin() + last};
+}
+
+/// How many blocks `state` has (they are numbered from 0, in ascending member order).
+std::uint32_t block_count(const Allocation& state) {
+  const Topology& topology = state.topology();
+  const auto level = static_cast<LevelIndex>(topology.host_level() - 1);
+  std::uint32_t count = 0;
+  for (const DomainId d : topology.domains_at(level)) {
+    const std::uint32_t b = state.index_block_of(d);
+    if (b != Allocation::index_no_block) count = std::max(count, b + 1);
+  }
+  return count;
+}
+
+/// Recount of block b's bands below `priority`: per priority, the extremes over the eligible
+/// workloads that hold anything under one of its members and a device somewhere (as a parent's
+/// bands are over its children's).
+std::vector<IndexBand> recount_block_bands(const Allocation& state, std::uint32_t b,
+                                           std::int32_t priority) {
+  const Topology& topology = state.topology();
+  const std::vector<DomainId> members = members_of(state, b);
+  std::vector<IndexBand> bands;
+  std::vector<WorkloadId> owners;  // per band: the workload that sets its least lost work
+  for (const WorkloadId id : state.workload_ids()) {
+    const Workload& workload = state.workload(id);
+    if (!workload.preemptible || workload.priority >= priority) continue;
+    const IndexBand own = state.index_band_of(workload);
+    if (own.most_entries_per_victim == 0) continue;
+    bool inside = false;
+    for (const auto& replica : state.placement(id).replicas) {
+      for (const auto& entry : replica.entries) {
+        for (const DomainId member : members) inside = inside || topology.contains(member, entry.domain);
+      }
+    }
+    if (!inside) continue;
+    const auto it = std::find_if(bands.begin(), bands.end(), [&](const IndexBand& band) {
+      return band.priority == own.priority;
+    });
+    if (it == bands.end()) {
+      bands.push_back(own);
+      owners.push_back(id);
+      continue;
+    }
+    WorkloadId& owner = owners[static_cast<std::size_t>(it - bands.begin())];
+    if (own.least_lost_work_per_entry < it->least_lost_work_per_entry ||
+        (own.least_lost_work_per_entry == it->least_lost_work_per_entry && id < owner)) {
+      it->second_least_lost_work_per_entry = it->least_lost_work_per_entry;
+      it->entries_of_least_lost_work = own.entries_of_least_lost_work;
+      owner = id;
+    } else {
+      it->second_least_lost_work_per_entry =
+          std::min(it->second_least_lost_work_per_entry, own.least_lost_work_per_entry);
+    }
+    it->least_lost_work_per_entry =
+        std::min(it->least_lost_work_per_entry, own.least_lost_work_per_entry);
+    it->least_model_gib_per_entry =
+        std::min(it->least_model_gib_per_entry, own.least_model_gib_per_entry);
+    it->most_entries_per_victim =
+        std::max(it->most_entries_per_victim, own.most_entries_per_victim);
+    it->least_lost_work_per_replica =
+        std::min(it->least_lost_work_per_replica, own.least_lost_work_per_replica);
+    it->least_model_gib_per_replica =
+        std::min(it->least_model_gib_per_replica, own.least_model_gib_per_replica);
+  }
+  std::sort(bands.begin(), bands.end(),
+            [](const IndexBand& a, const IndexBand& b) { return a.priority < b.priority; });
+  return bands;
+}
+
+/// The least cost of any victim set (each eligible victim kept, evicted, or shrunk with its
+/// best-placed replicas dropped) that frees at least `need` device entries inside `target`: a
+/// relaxation of the target's optimum, computed exactly (a multiple-choice knapsack over freed
+/// entries, sharing nothing with the index; as in test_preemption_index.cpp).
+template <class Model>
+double least_relaxed_cost(const Allocation& state, DomainId target, std::int32_t priority,
+                          std::int64_t need, const Model& model) {
+  const Topology& topology = state.topology();
+  const auto size = static_cast<std::size_t>(need) + 1;
+  std::vector<double> best(size, std::numeric_limits<double>::infinity());
+  best[0] = 0.0;
+  for (const WorkloadId id : state.workload_ids()) {
+    const Workload& victim = state.workload(id);
+    if (!victim.preemptible || victim.priority >= priority) continue;
+    std::vector<std::int64_t> per_replica;
+    for (const auto& replica : state.placement(id).replicas) {
+      std::int64_t inside = 0;
+      for (const auto& entry : replica.entries) {
+        inside +=
+            topology.is_device(entry.domain) && topology.contains(target, entry.domain) ? 1 : 0;
+      }
+      per_replica.push_back(inside);
+    }
+    std::sort(per_replica.rbegin(), per_replica.rend());
+    std::vector<std::pair<std::int64_t, double>> options;  // (entries freed, price)
+    std::int64_t total = 0;
+    for (const std::int64_t inside : per_replica) total += inside;
+    if (total == 0) continue;
+    options.emplace_back(total, static_cast<double>(model.evict(victim)));
+    std::int64_t dropped_entries = 0;
+    for (std::int32_t dropped = 1; dropped <= victim.shrinkable_replicas(); ++dropped) {
+      dropped_entries += per_replica[static_cast<std::size_t>(dropped) - 1];
+      options.emplace_back(dropped_entries, static_cast<double>(model.shrink(victim, dropped)));
+    }
+    std::vector<double> next = best;
+    for (std::size_t freed = 0; freed < size; ++freed) {
+      if (!std::isfinite(best[freed])) continue;
+      for (const auto& [entries, price] : options) {
+        const std::size_t reached = std::min(size - 1, freed + static_cast<std::size_t>(entries));
+        next[reached] = std::min(next[reached], best[freed] + price);
+      }
+    }
+    best = std::move(next);
+  }
+  return best[size - 1];
+}
+
+/// Every block's bands equal their recount, for every priority in `priorities`.
+void check_blocks(const Allocation& state, const std::vector<std::int32_t>& priorities) {
+  const std::uint32_t blocks = block_count(state);
+  REQUIRE(blocks > 0);
+  for (std::uint32_t b = 0; b < blocks; ++b) {
+    for (const std::int32_t priority : priorities) {
+      const std::vector<IndexBand> bands = recount_block_bands(state, b, priority);
+      std::size_t visited = 0;
+      INFO("block ", b, " priority ", priority);
+      state.for_each_index_block_band(b, priority, [&](const IndexBand& band) {
+        REQUIRE(visited < bands.size());
+        const IndexBand& want = bands[visited++];
+        CHECK(band.priority == want.priority);
+        CHECK(band.least_lost_work_per_entry == want.least_lost_work_per_entry);
+        CHECK(band.least_model_gib_per_entry == want.least_model_gib_per_entry);
+        CHECK(band.most_entries_per_victim == want.most_entries_per_victim);
+        CHECK(band.second_least_lost_work_per_entry == want.second_least_lost_work_per_entry);
+        CHECK(band.entries_of_least_lost_work == want.entries_of_least_lost_work);
+        CHECK(band.least_lost_work_per_replica == want.least_lost_work_per_replica);
+        CHECK(band.least_model_gib_per_replica == want.least_model_gib_per_replica);
+      });
+      CHECK(visited == bands.size());
+    }
+  }
+}
+
+std::vector<std::int32_t> held_priorities(const Allocation& state) {
+  std::vector<std::int32_t> priorities{std::numeric_limits<std::int32_t>::max()};
+  state.for_each_workload([&](const Workload& w) {
+    priorities.push_back(w.priority);
+    priorities.push_back(w.priority + 1);
+  });
+  std::sort(priorities.begin(), priorities.end());
+  priorities.erase(std::unique(priorities.begin(), priorities.end()), priorities.end());
+  return priorities;
+}
+
+TEST_SUITE("index_blocks") {
+  TEST_CASE("blocks gather runs of the root's racks, and only under a parent with many") {
+    const GeneratedCluster wide = wide_cluster(block_size * 2 + 3, 1, 1, 0.5);
+    const Allocation& state = wide.state;
+    const Topology& topology = state.topology();
+    const auto racks = topology.domains_at(static_cast<LevelIndex>(topology.host_level() - 1));
+    REQUIRE(racks.size() == block_size * 2 + 3);
+    CHECK(block_count(state) == 3);
+    for (std::size_t i = 0; i < racks.size(); ++i)
+      CHECK(state.index_block_of(racks[i]) == i / block_size);
+    CHECK(state.index_block_ordinals(2) ==
+          std::pair<std::uint32_t, std::uint32_t>{2 * block_size, 2 * block_size + 3});
+    // Hosts and the root are in no block.
+    CHECK(state.index_block_of(Topology::root()) == Allocation::index_no_block);
+    CHECK(state.index_block_of(topology.domains_at(topology.host_level()).front()) ==
+          Allocation::index_no_block);
+    // A root of few racks has none: its own bands are the block's.
+    const GeneratedCluster narrow = wide_cluster(block_size, 1, 1, 0.5);
+    for (const DomainId rack :
+         narrow.state.topology().domains_at(static_cast<LevelIndex>(topology.host_level() - 1)))
+      CHECK(narrow.state.index_block_of(rack) == Allocation::index_no_block);
+  }
+
+  TEST_CASE("a block's bands equal a recount after random removals, shrinks and arrivals") {
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      GeneratedCluster cluster = wide_cluster(block_size + 4, 1, seed, 0.9);
+      Allocation& state = cluster.state;
+      const std::vector<std::int32_t> priorities = held_priorities(state);
+      check_blocks(state, priorities);
+      std::mt19937_64 random(11 + seed);
+      std::vector<std::pair<Workload, Placement>> gone;
+      for (int step = 0; step < 40 && state.size() > 0; ++step) {
+        const std::vector<WorkloadId> ids = state.workload_ids();
+        const WorkloadId id = ids[random() % ids.size()];
+        const Workload& workload = state.workload(id);
+        if (step % 5 == 4 && !gone.empty()) {
+          // A departed workload comes back: an arrival folds into the block's extremes.
+          state.add(gone.back().first, gone.back().second);
+          gone.pop_back();
+        } else if (workload.shrinkable_replicas() > 0 && random() % 2 == 0) {
+          const std::array<std::int32_t, 1> drop{0};
+          state.shrink(id, drop);
+        } else {
+          gone.emplace_back(workload, state.placement(id));
+          state.remove(id);
+        }
+        INFO("seed ", seed, " step ", step);
+        check_blocks(state, priorities);
+      }
+    }
+  }
+
+  TEST_CASE("a block's bands depend on the state, not on the order it was built in") {
+    const GeneratedCluster cluster = wide_cluster(block_size + 2, 1, 5, 0.9);
+    Allocation reversed(cluster.topology);
+    std::vector<WorkloadId> ids = cluster.state.workload_ids();
+    std::reverse(ids.begin(), ids.end());
+    for (const WorkloadId id : ids)
+      reversed.add(cluster.state.workload(id), cluster.state.placement(id));
+    check_blocks(reversed, held_priorities(cluster.state));
+  }
+
+  TEST_CASE("a block's bound bounds every member's targets, under priced models") {
+    using priced_sum = cost::weighted_sum<cost::lost_work, cost::reload_time>;
+    const std::array<PreemptorSpec, 4> kinds{{{PreemptorKind::numa, 4},
+                                              {PreemptorKind::nvlink_island, 4},
+                                              {PreemptorKind::node, 8},
+                                              {PreemptorKind::nvlink_island, 8}}};
+    std::size_t blocks_checked = 0;
+    std::size_t above_floor = 0;
+    std::size_t targets_checked = 0;
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      const GeneratedCluster cluster =
+          wide_cluster(block_size + 5, 1 + seed % 2, seed, seed % 3 == 0 ? 1.0 : 0.9);
+      const Allocation& state = cluster.state;
+      const Topology& topology = state.topology();
+      for (const PreemptorSpec& kind : kinds) {
+        for (const std::int32_t priority : {generated_priority::preemptor, 700, 400}) {
+          PreemptorSpec with_priority = kind;
+          with_priority.priority = priority;
+          const Workload preemptor = make_preemptor(with_priority);
+          const auto check = [&](const auto& model) {
+            using Model = std::decay_t<decltype(model)>;
+            const detail::PreemptionContext<Model> context(state, preemptor, model);
+            const double floor = least_price_of(model);
+            const double grid = cost_grid_of(model);
+            for (const detail::Tier& tier : context.tiers()) {
+              if (!context.grouped(tier)) continue;
+              for (std::uint32_t b = 0; b < block_count(state); ++b) {
+                const double bound = context.block_price_bound(tier, b, floor, grid);
+                CHECK(bound >= floor);
+                above_floor += bound > floor ? 1 : 0;
+                ++blocks_checked;
+                for (const DomainId rack : members_of(state, b)) {
+                  INFO(preemptor.label(), " ", Model::name, " block ", b, " rack ", rack.value);
+                  // No larger than a member's own bound, unless the member's is the floor its
+                  // bands fall back to when they hold too few entries (it has no plan then).
+                  const double rack_bound = context.group_price_bound(tier, rack, floor, grid);
+                  CHECK((bound <= rack_bound || rack_bound == floor));
+                  // And a lower bound on every target under it (those that have a plan).
+                  const std::int64_t demand = static_cast<std::int64_t>(tier.demand.replicas) *
+                                              tier.demand.whole_devices;
+                  for (const DomainId target : context.targets(tier)) {
+                    if (!topology.contains(rack, target)) continue;
+                    const std::int64_t need = demand - state.idle_devices(target);
+                    if (need <= 0 || demand > topology.device_count(target)) continue;
+                    const double least =
+                        least_relaxed_cost(state, target, preemptor.priority, need, model);
+                    if (!std::isfinite(least)) continue;  // hopeless: no plan to bound
+                    CHECK(bound <= least);
+                    ++targets_checked;
+                  }
+                }
+              }
+            }
+          };
+          check(priced_sum{});
+          check(cost::lost_work{});
+          check(cost::reload_time{0.5, 0.0});
+          check(cost::priority_weighted{});
+        }
+      }
+    }
+    CHECK(blocks_checked > 0);
+    CHECK(targets_checked > blocks_checked);
+    // Not the floor in disguise: many blocks are bounded above it.
+    CHECK(above_floor > blocks_checked / 4);
+  }
+
+  TEST_CASE("decisions through blocks equal the full scan's") {
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> priced{};
+    const std::array<PreemptorSpec, 8> kinds{{{PreemptorKind::numa, 1},
+                                              {PreemptorKind::best_effort, 1},
+                                              {PreemptorKind::nvlink_island, 4},
+                                              {PreemptorKind::numa, 4},
+                                              {PreemptorKind::socket, 4},
+                                              {PreemptorKind::node, 8},
+                                              {PreemptorKind::nvlink_island, 8},
+                                              {PreemptorKind::rack_gang, 16, 2}}};
+    std::size_t decided = 0;
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      const GeneratedCluster cluster = wide_cluster(2 * block_size + 3, 2, seed, 0.92);
+      const GeneratedCluster saturated = wide_cluster(2 * block_size + 3, 2, seed, 1.0);
+      for (const PreemptorSpec& kind : kinds) {
+        const Allocation& state = kind.gpus == 1 ? saturated.state : cluster.state;
+        for (const std::int32_t priority : {generated_priority::preemptor, 700, 400}) {
+          PreemptorSpec with_priority = kind;
+          with_priority.priority = priority;
+          const Workload preemptor = make_preemptor(with_priority);
+          detail::SearchLimits indexed;
+          detail::SearchLimits full;
+          full.full_scan = true;
+          const solvers::detail::BranchAndBoundSearch exact(indexed, detail::Clock::now());
+          const PreemptionPlan lazy =
+              detail::solve_with("branch_and_bound", state, preemptor, priced, exact, indexed);
+          const PreemptionPlan eager =
+              detail::solve_with("branch_and_bound", state, preemptor, priced, exact, full);
+          INFO(preemptor.label(), " seed ", seed);
+          CHECK(lazy.status == eager.status);
+          CHECK(lazy.cost == doctest::Approx(eager.cost));
+          CHECK(lazy.victims == eager.victims);
+          CHECK(lazy.statistics.domains_considered == eager.statistics.domains_considered);
+          const PreemptionPlan greedy_lazy = detail::solve_with(
+              "greedy", state, preemptor, priced, solvers::detail::GreedySearch{}, indexed);
+          const PreemptionPlan greedy_eager = detail::solve_with(
+              "greedy", state, preemptor, priced, solvers::detail::GreedySearch{}, full);
+          CHECK(greedy_lazy.has_victims_plan() == greedy_eager.has_victims_plan());
+          decided += lazy.has_victims_plan() ? 1 : 0;
+        }
+      }
+    }
+    CHECK(decided > 30);  // most decisions preempt
+  }
+}
+
+}  // namespace
+}  // namespace topopreempt
