@@ -15,6 +15,9 @@
 //   same          fraction of decisions where both paths give the same status and cost
 //   searched      mean domains searched in depth by the index path
 // `memory/nodes:N` reports the state's self-reported bytes and the index's share of them.
+// `after_changes/...` times an `IncrementalDecider` after 100 changes against a cold decision;
+// `explain/...` times wording a plan of a solver built `without_text()` (`explain`) against the
+// decision (text_share), i.e. what the eager text cost each decision before issue 36.
 //
 // Fleet scale (issue 36), opt-in: with TOPOPREEMPT_BENCH_FLEET=1 the program also registers
 // `fleet/...` on 1,000,000 nodes (~6.1 M workloads; minutes, ~7 GiB of RAM; one cluster is kept
@@ -52,6 +55,7 @@
 #include "topopreempt/decisions/incremental_decider.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/detail/preemption_context.hpp"
+#include "topopreempt/solvers/explain.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
 
@@ -277,6 +281,40 @@ void after_changes(benchmark::State& state, const SolverType& solver, std::int64
   state.counters["same"] = decisions > 0 ? same / decisions : 0.0;
 }
 
+/// What a plan's text costs: `explain` wording a plan of `solver.without_text()` (the
+/// explanation, every victim's and listed domain's reason), against the decision itself, both
+/// on the generated cluster. `p50_ms`: median `explain` (of a fresh copy of the text-less
+/// plan); `decide_p50_ms`: median decision without text; `text_share`: their ratio, what
+/// building the text eagerly added to each decision.
+template <class SolverType>
+void explain_cost(benchmark::State& state, const SolverType& solver, std::int64_t nodes,
+                  std::size_t kind) {
+  const topopreempt_bench::Kind& k = kinds()[kind];
+  const Allocation& allocation = cluster(nodes, k.saturated).state;
+  const Workload preemptor = topopreempt_bench::variants(k)[0];
+  const auto quiet = solver.without_text();
+  std::vector<double> decide_times;
+  PreemptionPlan plan;
+  for (int rep = 0; rep < 9; ++rep) {
+    const double start = thread_seconds();
+    plan = quiet.solve(allocation, preemptor, cost_model);
+    decide_times.push_back(thread_seconds() - start);
+  }
+  std::vector<double> times;
+  for (auto _ : state) {
+    PreemptionPlan copy = plan;
+    const double start = thread_seconds();
+    explain(copy, allocation, preemptor, cost_model);
+    times.push_back(thread_seconds() - start);
+    benchmark::DoNotOptimize(copy.explanation.data());
+  }
+  const double decide = median(std::move(decide_times));
+  const double worded = median(std::move(times));
+  state.counters["p50_ms"] = worded * 1e3;
+  state.counters["decide_p50_ms"] = decide * 1e3;
+  state.counters["text_share"] = worded / decide;
+}
+
 void footprint_scan(benchmark::State& state, std::int64_t nodes) {
   const Allocation& allocation = cluster(nodes, false).state;
   for (auto _ : state) benchmark::DoNotOptimize(topopreempt_bench::footprint_scan(allocation));
@@ -460,6 +498,11 @@ bool register_benchmarks() {
                                  solvers::branch_and_bound.without_text(), 10000, kind)
         ->Unit(benchmark::kMillisecond)
         ->Iterations(18);
+    benchmark::RegisterBenchmark(("explain/branch_and_bound" + label).c_str(),
+                                 explain_cost<solvers::branch_and_bound_solver>,
+                                 solvers::branch_and_bound, 10000, kind)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(200);
   }
   for (const std::int64_t nodes : sizes) {
     const std::string suffix = "/nodes:" + std::to_string(nodes);
