@@ -15,6 +15,9 @@
 //   same          fraction of decisions where both paths give the same status and cost
 //   searched      mean domains searched in depth by the index path
 // `memory/nodes:N` reports the state's self-reported bytes and the index's share of them.
+// `after_changes/...` times an `IncrementalDecider` after 100 changes against a cold decision;
+// `explain/...` times wording a plan of a solver built `without_text()` (`explain`) against the
+// decision (text_share), i.e. what the eager text cost each decision before issue 36.
 //
 // Fleet scale (issue 36), opt-in: with TOPOPREEMPT_BENCH_FLEET=1 the program also registers
 // `fleet/...` on 1,000,000 nodes (~6.1 M workloads; minutes, ~7 GiB of RAM; one cluster is kept
@@ -52,6 +55,7 @@
 #include "topopreempt/decisions/incremental_decider.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
 #include "topopreempt/solvers/detail/preemption_context.hpp"
+#include "topopreempt/solvers/explain.hpp"
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
 
@@ -182,7 +186,9 @@ void evict_cpu_caches() {
 /// decision) has just brought into the caches. `warm_over_cold` is the median over rounds of
 /// decider first / cold first; `warm_second_over_cold` the same with the decider timed right
 /// after the cold solve, as this benchmark paired them before (the second call then finds the
-/// state's data in the caches).
+/// state's data in the caches). Both run the hot path's solver, built `without_text()` (the
+/// plan's text is left to `explain`); `same` is the share of rounds in which both decider
+/// plans are `==` to the cold plan on the same state (everything but the wall time).
 template <class SolverType>
 void after_changes(benchmark::State& state, const SolverType& solver, std::int64_t nodes,
                    std::size_t kind) {
@@ -260,8 +266,9 @@ void after_changes(benchmark::State& state, const SolverType& solver, std::int64
     warm_second.push_back(thread_seconds() - start);
     ratios.push_back(warm_first.back() / cold_first.back());
     second_ratios.push_back(warm_second.back() / cold_first.back());
-    same += warm.explanation == cold.explanation && warm_after.explanation == cold.explanation &&
-            cold_after.explanation == cold.explanation;
+    // Each decider's plan against the cold plan on the same state (a replayed round has
+    // other domain versions, so `dependencies` differ from one play to the other).
+    same += warm == cold_after && warm_after == cold;
     ++decisions;
     state.PauseTiming();
     undo_round();
@@ -272,6 +279,40 @@ void after_changes(benchmark::State& state, const SolverType& solver, std::int64
   state.counters["warm_over_cold"] = median(ratios);
   state.counters["warm_second_over_cold"] = median(second_ratios);
   state.counters["same"] = decisions > 0 ? same / decisions : 0.0;
+}
+
+/// What a plan's text costs: `explain` wording a plan of `solver.without_text()` (the
+/// explanation, every victim's and listed domain's reason), against the decision itself, both
+/// on the generated cluster. `p50_ms`: median `explain` (of a fresh copy of the text-less
+/// plan); `decide_p50_ms`: median decision without text; `text_share`: their ratio, what
+/// building the text eagerly added to each decision.
+template <class SolverType>
+void explain_cost(benchmark::State& state, const SolverType& solver, std::int64_t nodes,
+                  std::size_t kind) {
+  const topopreempt_bench::Kind& k = kinds()[kind];
+  const Allocation& allocation = cluster(nodes, k.saturated).state;
+  const Workload preemptor = topopreempt_bench::variants(k)[0];
+  const auto quiet = solver.without_text();
+  std::vector<double> decide_times;
+  PreemptionPlan plan;
+  for (int rep = 0; rep < 9; ++rep) {
+    const double start = thread_seconds();
+    plan = quiet.solve(allocation, preemptor, cost_model);
+    decide_times.push_back(thread_seconds() - start);
+  }
+  std::vector<double> times;
+  for (auto _ : state) {
+    PreemptionPlan copy = plan;
+    const double start = thread_seconds();
+    explain(copy, allocation, preemptor, cost_model);
+    times.push_back(thread_seconds() - start);
+    benchmark::DoNotOptimize(copy.explanation.data());
+  }
+  const double decide = median(std::move(decide_times));
+  const double worded = median(std::move(times));
+  state.counters["p50_ms"] = worded * 1e3;
+  state.counters["decide_p50_ms"] = decide * 1e3;
+  state.counters["text_share"] = worded / decide;
 }
 
 void footprint_scan(benchmark::State& state, std::int64_t nodes) {
@@ -447,15 +488,21 @@ bool register_benchmarks() {
   for (std::size_t kind = 0; kind < kinds().size(); ++kind) {
     const std::string label = std::string("/") + kinds()[kind].name + "/nodes:10000";
     benchmark::RegisterBenchmark(("after_changes/greedy" + label).c_str(),
-                                 after_changes<solvers::greedy_solver>, solvers::greedy, 10000,
+                                 after_changes<solvers::greedy_solver>, solvers::greedy.without_text(),
+                                 10000,
                                  kind)
         ->Unit(benchmark::kMillisecond)
         ->Iterations(18);
     benchmark::RegisterBenchmark(("after_changes/branch_and_bound" + label).c_str(),
                                  after_changes<solvers::branch_and_bound_solver>,
-                                 solvers::branch_and_bound, 10000, kind)
+                                 solvers::branch_and_bound.without_text(), 10000, kind)
         ->Unit(benchmark::kMillisecond)
         ->Iterations(18);
+    benchmark::RegisterBenchmark(("explain/branch_and_bound" + label).c_str(),
+                                 explain_cost<solvers::branch_and_bound_solver>,
+                                 solvers::branch_and_bound, 10000, kind)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(200);
   }
   for (const std::int64_t nodes : sizes) {
     const std::string suffix = "/nodes:" + std::to_string(nodes);

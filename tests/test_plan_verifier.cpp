@@ -333,14 +333,33 @@ TEST_SUITE("plan_verifier") {
       const PlanVerdict verdict = verify_plan(state, preemptor, plan, count);
       CHECK_MESSAGE(mentions(verdict, "over-commits"), verdict.summary());
     }
-    SUBCASE("infeasible with victims, a placement, no explanation") {
+    SUBCASE("infeasible with victims, a placement, and more verdicts than it counts") {
       PreemptionPlan plan = good;
       plan.status = PlanStatus::infeasible;
       plan.explanation.clear();
+      plan.rejected = {DomainVerdict{.domain = DomainId{0}, .reason = {}}};
+      plan.rejected_total = 0;
       const PlanVerdict verdict = verify_plan(state, preemptor, plan, count);
       CHECK(mentions(verdict, "status infeasible but the plan has 1 victim"));
       CHECK(mentions(verdict, "status infeasible but the plan has a placement"));
-      CHECK(mentions(verdict, "status infeasible without an explanation"));
+      CHECK(mentions(verdict, "lists 1 rejected domain(s) but counts 0"));
+      CHECK(mentions(verdict, "neither a kind nor a reason"));
+    }
+    SUBCASE("a victim freeing nothing, or outside the target") {
+      PreemptionPlan plan = good;
+      REQUIRE_FALSE(plan.victims.empty());
+      plan.victims.front().freed = {{.dimension = whole_devices_dimension, .amount = 0.0}};
+      CHECK(mentions(verify_plan(state, preemptor, plan, count), "not a positive amount"));
+      plan = good;
+      const Topology& topology = state.topology();
+      for (DomainId id{0}; id.value < topology.size(); ++id.value) {
+        if (!topology.contains(plan.target_domain, id)) {
+          plan.victims.front().freed_in = id;
+          break;
+        }
+      }
+      REQUIRE(plan.victims.front().freed_in.valid());
+      CHECK(mentions(verify_plan(state, preemptor, plan, count), "outside target"));
     }
     SUBCASE("infeasible although evicting the eligible victims makes room") {
       PreemptionPlan plan;

@@ -147,9 +147,17 @@ TEST_SUITE("solve_driver") {
     CHECK(harness.statistics.domains_pruned == 4);
     CHECK(harness.statistics.victims_considered == 0);
     CHECK(harness.log.total() == 4);
-    const auto verdicts = harness.log.verdicts(harness.context);
-    REQUIRE(verdicts.size() == 4);
-    CHECK(verdicts.front().reason == "not read: index lower bound 1 >= best cost 1");
+    // The log keeps why as data; the text is worded from it (`fill_text`) when asked for.
+    PreemptionPlan plan;
+    plan.rejected = harness.log.verdicts();
+    plan.rejected_total = harness.log.total();
+    REQUIRE(plan.rejected.size() == 4);
+    CHECK(plan.rejected.front().kind == RejectionKind::bound_unread);
+    CHECK(plan.rejected.front().value == 1.0);
+    CHECK(plan.rejected.front().best == 1.0);
+    CHECK(plan.rejected.front().reason.empty());
+    harness.context.fill_text(plan);
+    CHECK(plan.rejected.front().reason == "not read: index lower bound 1 >= best cost 1");
   }
 
   TEST_CASE("the phases in order give the solver's plan") {
@@ -160,7 +168,9 @@ TEST_SUITE("solve_driver") {
     tier.order_candidates();
     tier.search_domains();
     REQUIRE(tier.found());
-    const PreemptionPlan phased = tier.make_plan("greedy", false);
+    PreemptionPlan phased = tier.make_plan("greedy", false);
+    CHECK(phased.explanation.empty());  // plan assembly keeps facts; the driver words them
+    harness.context.fill_text(phased);
     const PreemptionPlan solved = solvers::greedy.solve(state, preemptor, cost::victim_count{});
     CHECK(phased.status == solved.status);
     CHECK(phased.target_domain == solved.target_domain);

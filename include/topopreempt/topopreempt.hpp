@@ -41,6 +41,7 @@
 #include "topopreempt/solvers/greedy.hpp"
 #include "topopreempt/solvers/knapsack.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
+#include "topopreempt/solvers/explain.hpp"
 
 #include "topopreempt/decisions/preemptor_queue.hpp"
 #include "topopreempt/decisions/incremental_decider.hpp"

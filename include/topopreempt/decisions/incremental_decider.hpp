@@ -11,6 +11,7 @@
 #include "topopreempt/model/allocation.hpp"
 #include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/solvers/detail/preemption_context.hpp"
+#include "topopreempt/solvers/explain.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
 #include "topopreempt/model/workload.hpp"
 
@@ -36,6 +37,11 @@ namespace topopreempt {
 /// subtree's change history, so decisions on copies of a state reuse each other's results
 /// correctly (copies that applied the same changes share versions).
 ///
+/// On a hot path, give it a solver built `without_text()` (`solvers::greedy.without_text()`):
+/// then `decide` returns, as that solver's `solve` does, the plan's structured facts without
+/// its text (explanation, victims' and verdicts' reasons), and `explain(plan, state)` words a
+/// plan to be printed, to the bytes the solver with text would have returned.
+///
 /// `Solver` is `solvers::greedy_solver`, `solvers::knapsack_solver` or
 /// `solvers::branch_and_bound_solver` (anything with a `solve(state, preemptor, model,
 /// detail::ScanCache&)` overload).
@@ -57,6 +63,13 @@ class IncrementalDecider {
       topology_ = state.topology_ptr();
     }
     return solver_.solve(state, preemptor_, model_, cache_);
+  }
+
+  /// Words `plan`, returned by `decide(state)` with a solver built `without_text()`, on the
+  /// same `state` (before it is committed): `topopreempt::explain` with this decider's
+  /// preemptor and model. A plan with its text already is left as it is.
+  void explain(PreemptionPlan& plan, const Allocation& state) const {
+    topopreempt::explain(plan, state, preemptor_, model_);
   }
 
   /// Domain reads answered from the cache, and reads done, over the decider's life.

@@ -45,7 +45,31 @@ enum class VictimAction : std::uint8_t {
   shrink,  ///< an elastic workload loses `dropped_replicas` and keeps running
 };
 
+/// The dimension `FreedAmount::dimension` and `DomainVerdict::dimension` name for whole idle
+/// devices (other values index `ResourceSchema`, or name `distinct_hosts_dimension`).
+inline constexpr std::size_t whole_devices_dimension = std::numeric_limits<std::size_t>::max();
+/// The dimension for hosts of a `distinct_hosts` preemptor (replicas on hosts of their own).
+inline constexpr std::size_t distinct_hosts_dimension = std::numeric_limits<std::size_t>::max() - 1;
+
+/// How much of one dimension a victim frees where the preemptor needs it.
+struct FreedAmount {
+  /// `whole_devices_dimension`, `distinct_hosts_dimension`, or an index into the topology's
+  /// `ResourceSchema` (a device share or a pooled resource).
+  std::size_t dimension = whole_devices_dimension;
+  double amount = 0.0;  ///< how much (devices, hosts, or the resource's unit)
+  /// Member-wise equality.
+  friend bool operator==(const FreedAmount&, const FreedAmount&) = default;
+};
+
 /// One victim of a plan.
+///
+/// Fields after `reason` have default initializers, so `Victim{id, action, dropped, cost,
+/// reason}` still compiles warning-free. Text contract: `reason` is text for people, built
+/// from the structured fields (`action`,
+/// `dropped_replicas`, `freed`, `freed_in`). The index solvers (greedy, knapsack,
+/// branch-and-bound) fill it unless built `without_text()`; `topopreempt::explain` fills it
+/// afterwards. Baselines, `PreemptorQueue` and loaning always fill it and may leave `freed`
+/// empty.
 struct Victim {
   /// The victim workload.
   WorkloadId id;
@@ -53,17 +77,76 @@ struct Victim {
   VictimAction action = VictimAction::evict;
   std::vector<std::int32_t> dropped_replicas;  ///< replica indices, for `shrink`
   double cost = 0.0;                           ///< its share of the plan's cost
-  std::string reason;                          ///< e.g. "frees 2 GPUs in numa3"
+  std::string reason;                          ///< e.g. "evicted whole; frees 2 whole GPUs in ..."
+  /// The domain searched when it was chosen (where `freed` is measured): the plan's target,
+  /// or a domain inside `target_domain` when pools widen the target.
+  DomainId freed_in{};
+  /// What it frees there, per dimension the preemptor needs (dimensions it frees nothing of
+  /// are left out), in the order the solver measures them.
+  std::vector<FreedAmount> freed{};
   /// Member-wise equality.
   friend bool operator==(const Victim&, const Victim&) = default;
 };
 
+/// Why a candidate domain lost, as data (`DomainVerdict::kind`).
+enum class RejectionKind : std::uint8_t {
+  /// Holds `have` of the `need` of `dimension` even empty (static capacity).
+  too_small,
+  /// Read: evicting all `victims` eligible victims frees `have` of the `need` missing.
+  hopeless,
+  /// Not read: the preemption index says eviction frees at most `have` of the `need` missing.
+  hopeless_unread,
+  /// Not searched: its hosts hold at most `have` of the `need` replicas (preemption index).
+  too_few_hosts,
+  /// Its lower bound `value` is at least the best cost `best`.
+  bound,
+  /// Not read: its index lower bound `value` is at least the best cost `best`.
+  bound_unread,
+  /// Searched: its best victim set costs `value` > `best` (`note`: why, if said).
+  costlier,
+  /// Searched: no victim set beats `best` (`note`, when set, says why instead).
+  no_better,
+  /// Written as text only (baselines, queue): `reason` is all there is.
+  text_only,
+};
+
+/// "too_small", "hopeless", ...
+[[nodiscard]] constexpr std::string_view to_string(RejectionKind kind) noexcept {
+  switch (kind) {
+    case RejectionKind::too_small: return "too_small";
+    case RejectionKind::hopeless: return "hopeless";
+    case RejectionKind::hopeless_unread: return "hopeless_unread";
+    case RejectionKind::too_few_hosts: return "too_few_hosts";
+    case RejectionKind::bound: return "bound";
+    case RejectionKind::bound_unread: return "bound_unread";
+    case RejectionKind::costlier: return "costlier";
+    case RejectionKind::no_better: return "no_better";
+    case RejectionKind::text_only: return "text_only";
+  }
+  return "unknown";
+}
+
 /// Why a candidate domain did not win.
+///
+/// Text contract: `reason` is text for people, built from the other fields. The index solvers
+/// fill it unless built `without_text()`; `topopreempt::explain` fills it afterwards.
+/// Baselines write `reason` only (`kind` stays `text_only`); fields after `reason` have default
+/// initializers, so `DomainVerdict{domain, reason}` still compiles warning-free.
 struct DomainVerdict {
   /// The candidate target domain.
   DomainId domain;
-  /// Why it lost, e.g. "costs 7 > 5".
+  /// Why it lost, e.g. "lower bound 7 >= best cost 5" (see the text contract above).
   std::string reason;
+  /// Why it lost, as data: which of the numbers below apply.
+  RejectionKind kind = RejectionKind::text_only;
+  /// The dimension short (`too_small`, `hopeless`, `hopeless_unread`; `FreedAmount::dimension`).
+  std::size_t dimension = whole_devices_dimension;
+  double have = 0.0;          ///< what the domain holds or can free of `dimension`
+  double need = 0.0;          ///< what the preemptor needs (or is missing) of it
+  std::size_t victims = 0;    ///< eligible victims read (`hopeless`)
+  double value = 0.0;         ///< the domain's bound or cost (`bound*`, `costlier`)
+  double best = 0.0;          ///< the best cost it was compared with
+  std::string note{};         ///< the search's own word, if any (`costlier`, `no_better`)
   /// Member-wise equality.
   friend bool operator==(const DomainVerdict&, const DomainVerdict&) = default;
 };
@@ -147,7 +230,17 @@ struct PreemptionPlan {
   /// why a `feasible` plan is not proven. An `optimal` plan may list domains whose bound was
   /// beaten anyway. Always empty for greedy (it claims nothing) and the baselines.
   std::vector<Downgrade> downgrades;
-  std::string explanation;              ///< readable summary of all of the above
+  /// Readable summary of all of the above. Text contract: built from the structured fields
+  /// (and the state, preemptor and cost model the plan was decided for). The index solvers
+  /// (greedy, knapsack, branch-and-bound) fill it, with every `Victim::reason` and
+  /// `DomainVerdict::reason`, unless built `without_text()` (the hot path: an
+  /// `IncrementalDecider`, a scheduler loop): then all three stay empty until
+  /// `topopreempt::explain(plan, state, preemptor, model)` fills them, to the same bytes.
+  /// Baselines, `PreemptorQueue` and loaning always fill it.
+  std::string explanation;
+  /// The topology tier the plan was found in, as the solver orders them (0 = the preferred
+  /// levels; `explain` prints its label). 0 for a plan without victims.
+  std::uint32_t tier = 0;
   /// How the decision went: domains looked at, search nodes, time, limits.
   SolverStatistics statistics;
   /// The workload this plan is for (`commit` refuses any other).
@@ -180,7 +273,8 @@ struct PreemptionPlan {
            a.lower_bound == b.lower_bound && a.gang_level == b.gang_level &&
            a.replica_level == b.replica_level && a.topology_satisfied == b.topology_satisfied &&
            a.rejected == b.rejected && a.rejected_total == b.rejected_total &&
-           a.downgrades == b.downgrades && a.explanation == b.explanation && sa == sb &&
+           a.downgrades == b.downgrades && a.explanation == b.explanation && a.tier == b.tier &&
+           sa == sb &&
            a.preemptor == b.preemptor && a.dependencies == b.dependencies;
   }
 };

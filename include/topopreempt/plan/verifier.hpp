@@ -148,9 +148,34 @@ class VerdictBuilder {
   return true;
 }
 
+/// The structured facts a plan's text is worded from (the text itself may be left to
+/// `explain`): the rejected domains listed are counted, a verdict written as text only has
+/// its text, and what each victim frees is a positive amount.
+inline void check_facts(VerdictBuilder& out, const PreemptionPlan& plan) {
+  if (plan.rejected.size() > plan.rejected_total) {
+    out.fail("the plan lists " + std::to_string(plan.rejected.size()) +
+             " rejected domain(s) but counts " + std::to_string(plan.rejected_total) +
+             " in all");
+  }
+  for (const DomainVerdict& verdict : plan.rejected) {
+    if (verdict.kind == RejectionKind::text_only && verdict.reason.empty()) {
+      out.fail("a rejected domain has neither a kind nor a reason");
+    }
+  }
+  for (const Victim& victim : plan.victims) {
+    for (const FreedAmount& freed : victim.freed) {
+      if (!(std::isfinite(freed.amount) && freed.amount > 0.0)) {
+        out.fail("victim " + std::to_string(victim.id.value) + " frees " +
+                 number(freed.amount) + ", not a positive amount");
+      }
+    }
+  }
+}
+
 /// Status rules that need no state: bounds, and which statuses may carry victims or a placement.
 inline void check_status(VerdictBuilder& out, const PreemptionPlan& plan, double tolerance) {
   const std::string status(to_string(plan.status));
+  check_facts(out, plan);
   if (!std::isfinite(plan.cost) || plan.cost < 0.0) {
     out.fail("plan cost " + number(plan.cost) + " is not finite and non-negative");
   }
@@ -175,7 +200,6 @@ inline void check_status(VerdictBuilder& out, const PreemptionPlan& plan, double
       }
       if (!plan.placement.replicas.empty())
         out.fail("status " + status + " but the plan has a placement");
-      if (plan.explanation.empty()) out.fail("status " + status + " without an explanation");
       break;
     case PlanStatus::optimal:
       if (!costs_agree(plan.lower_bound, plan.cost, tolerance)) {
@@ -372,6 +396,15 @@ inline void check_placement(VerdictBuilder& out, const Topology& topology, Alloc
                  topology.describe(plan.target_domain));
       }
     }
+    // Where a victim's freed amounts were measured lies inside the target.
+    for (const Victim& victim : plan.victims) {
+      if (!victim.freed_in.valid()) continue;
+      if (victim.freed_in.value >= topology.size() ||
+          !topology.contains(plan.target_domain, victim.freed_in)) {
+        out.fail("victim " + std::to_string(victim.id.value) +
+                 " frees its resources outside target " + topology.describe(plan.target_domain));
+      }
+    }
   }
   if (plan.placement.replicas.empty()) return;
   const LevelIndex gang_level = topology.level(plan.placement.enclosing_domain(topology));
@@ -418,10 +451,9 @@ inline void check_infeasible_claim(VerdictBuilder& out, const Allocation& state,
 /// DESIGN.md §3. `state` is not modified; it is copied only when the plan's steps do not all go
 /// through (then the copy shows which one fails) and to judge an `infeasible` claim. Rules:
 /// - status: `no_preemption_needed` has no victims and its placement fits the untouched state;
-///   `infeasible` has no victims, no placement, an explanation, and indeed no placement exists
-///   after evicting every eligible victim; `unknown` has no victims, no placement, an
-///   explanation and `statistics.limit_reached`, and the preemptor does not fit as the state
-///   stands; `optimal` has lower bound == cost, `feasible` and
+///   `infeasible` has no victims, no placement, and indeed no placement exists after evicting
+///   every eligible victim; `unknown` has no victims, no placement and
+///   `statistics.limit_reached`, and the preemptor does not fit as the state stands; `optimal` has lower bound == cost, `feasible` and
 ///   `optimal` have lower bound <= cost and at least one victim; if the preemptor fits as the
 ///   state stands (at any tier, for best-effort scopes), the plan has no victims;
 /// - victims: running, preemptible, strictly lower priority, listed once, sorted by id; an
@@ -433,6 +465,10 @@ inline void check_infeasible_claim(VerdictBuilder& out, const Allocation& state,
 ///   `options.require_topology = false`), inside `target_domain`, with matching `gang_level`
 ///   and `replica_level`; with `distinct_hosts`, no two replicas on one host (checked on its
 ///   own as well, whatever `options.require_topology` says).
+/// - facts: no more rejected domains listed than counted, each with a kind or a reason; what
+///   each victim frees is positive and measured inside `target_domain`. The text
+///   (`explanation`, reasons) is not required: a solver built `without_text()` leaves it to
+///   `explain`.
 /// Determinism is not checked here (compare two plans with `operator==`).
 template <CostModel Model>
 [[nodiscard]] PlanVerdict verify_plan(const Allocation& state, const Workload& preemptor,

@@ -382,6 +382,18 @@ class branch_and_bound_solver {
   /// Exact: `optimal` means a proven minimum cost.
   static constexpr bool is_exact = true;
 
+  /// The same solver, returning plans without their text: `explanation` and every
+  /// `Victim::reason` and `DomainVerdict::reason` stay empty, the structured facts are all
+  /// there, and `topopreempt::explain(plan, state, preemptor, model)` words them later, to the
+  /// same bytes. For hot paths (an `IncrementalDecider`, a scheduler loop) that print rarely.
+  [[nodiscard]] branch_and_bound_solver without_text() const {
+    branch_and_bound_solver copy = *this;
+    copy.limits_.text = false;
+    return copy;
+  }
+  /// Whether plans come with their text (see `without_text`).
+  [[nodiscard]] bool builds_text() const noexcept { return limits_.text; }
+
   /// Stop after `nodes` search nodes (then `feasible` with a gap). Past the limit each domain
   /// still gets greedy's plan or greedy's proof that it holds none, so a limit never makes a
   /// plan `unknown` by itself; see `PlanStatus::unknown`.

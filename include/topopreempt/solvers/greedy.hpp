@@ -192,11 +192,24 @@ struct GreedySearch {
 /// the plan's `lower_bound` is the fractional bound of the winning domain.
 ///
 /// Thread-safety: `solve` is const; concurrent calls on a shared, unmodified state are safe.
-struct greedy_solver {
+class greedy_solver {
+ public:
   /// The name plans and reports carry.
   static constexpr std::string_view name = "greedy";
   /// Not exact: `optimal` only when a bound proves it.
   static constexpr bool is_exact = false;
+
+  /// The same solver, returning plans without their text: `explanation` and every
+  /// `Victim::reason` and `DomainVerdict::reason` stay empty, the structured facts are all
+  /// there, and `topopreempt::explain(plan, state, preemptor, model)` words them later, to the
+  /// same bytes. For hot paths (an `IncrementalDecider`, a scheduler loop) that print rarely.
+  [[nodiscard]] greedy_solver without_text() const {
+    greedy_solver copy = *this;
+    copy.text_ = false;
+    return copy;
+  }
+  /// Whether plans come with their text (see `without_text`).
+  [[nodiscard]] bool builds_text() const noexcept { return text_; }
 
   /// Chooses victims for `preemptor` under `model`. Throws `std::invalid_argument` naming the
   /// preemptor when it is invalid or already running.
@@ -204,7 +217,7 @@ struct greedy_solver {
   [[nodiscard]] PreemptionPlan solve(const Allocation& state, const Workload& preemptor,
                                      const Model& model) const {
     return topopreempt::detail::solve_with(name, state, preemptor, model, detail::GreedySearch{},
-                                           topopreempt::detail::SearchLimits{});
+                                           limits());
   }
 
   /// `solve` reusing the scan results in `cache` whose domains kept their versions (see
@@ -213,8 +226,16 @@ struct greedy_solver {
   [[nodiscard]] PreemptionPlan solve(const Allocation& state, const Workload& preemptor, const Model& model,
                                      topopreempt::detail::ScanCache& cache) const {
     return topopreempt::detail::solve_with(name, state, preemptor, model, detail::GreedySearch{},
-                                           topopreempt::detail::SearchLimits{}, &cache);
+                                           limits(), &cache);
   }
+
+ private:
+  [[nodiscard]] topopreempt::detail::SearchLimits limits() const noexcept {
+    topopreempt::detail::SearchLimits limits;
+    limits.text = text_;
+    return limits;
+  }
+  bool text_ = true;
 };
 
 /// Ready-to-use instance.

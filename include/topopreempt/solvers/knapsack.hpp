@@ -149,6 +149,18 @@ class knapsack_solver {
   static constexpr std::string_view name = "knapsack";
   static constexpr bool is_exact = true;  ///< exact under its documented preconditions
 
+  /// The same solver, returning plans without their text: `explanation` and every
+  /// `Victim::reason` and `DomainVerdict::reason` stay empty, the structured facts are all
+  /// there, and `topopreempt::explain(plan, state, preemptor, model)` words them later, to the
+  /// same bytes. For hot paths (an `IncrementalDecider`, a scheduler loop) that print rarely.
+  [[nodiscard]] knapsack_solver without_text() const {
+    knapsack_solver copy = *this;
+    copy.text_ = false;
+    return copy;
+  }
+  /// Whether plans come with their text (see `without_text`).
+  [[nodiscard]] bool builds_text() const noexcept { return text_; }
+
   /// Largest DP table per domain before falling back to greedy.
   knapsack_solver& max_cells(std::size_t cells) & noexcept {
     search_.max_cells = cells;
@@ -166,7 +178,7 @@ class knapsack_solver {
   [[nodiscard]] PreemptionPlan solve(const Allocation& state, const Workload& preemptor,
                                      const Model& model) const {
     return topopreempt::detail::solve_with(name, state, preemptor, model, search_,
-                                           topopreempt::detail::SearchLimits{});
+                                           limits());
   }
 
   /// `solve` reusing the scan results in `cache` whose domains kept their versions (see
@@ -175,11 +187,17 @@ class knapsack_solver {
   [[nodiscard]] PreemptionPlan solve(const Allocation& state, const Workload& preemptor, const Model& model,
                                      topopreempt::detail::ScanCache& cache) const {
     return topopreempt::detail::solve_with(name, state, preemptor, model, search_,
-                                           topopreempt::detail::SearchLimits{}, &cache);
+                                           limits(), &cache);
   }
 
  private:
+  [[nodiscard]] topopreempt::detail::SearchLimits limits() const noexcept {
+    topopreempt::detail::SearchLimits limits;
+    limits.text = text_;
+    return limits;
+  }
   detail::KnapsackSearch search_;
+  bool text_ = true;
 };
 
 /// Ready-to-use instance.

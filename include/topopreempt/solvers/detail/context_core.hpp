@@ -416,6 +416,11 @@ class PreemptionContext {
                                            std::vector<DomainVerdict> rejected,
                                            std::uint64_t rejected_total) const;
 
+  /// Words a plan of this decision: fills its explanation, each victim's reason and each
+  /// rejected domain's reason, where empty, from the plan's structured facts (the text
+  /// contract of `PreemptionPlan::explanation`). Text already there is kept.
+  void fill_text(PreemptionPlan& plan) const;
+
   static constexpr std::size_t whole_device_dim = whole_device_dimension;
 
   [[nodiscard]] static std::string format_amount(double value) {
@@ -447,8 +452,10 @@ class PreemptionContext {
   void add_options(const Tier& tier, DomainId target, const std::vector<std::size_t>& dims,
                    const WorkloadView& view, CandidateVictim& victim, DomainProblem& problem) const;
 
-  [[nodiscard]] std::string describe_gain(const DomainProblem& problem,
-                                          const VictimOption& option) const;
+  /// A victim's reason, from its structured facts.
+  [[nodiscard]] std::string describe_gain(const Victim& victim) const;
+  /// A rejected domain's reason, from its structured facts (empty for `text_only`).
+  [[nodiscard]] std::string describe_verdict(const DomainVerdict& verdict) const;
 
   void build_tiers() {
     const LevelIndex host = topology_.host_level();

@@ -2,7 +2,8 @@
 #pragma once
 /// @file context_plan.hpp
 /// Stage 3 of a decision: assembling the `PreemptionPlan` from the winning domain's outcome (or a
-/// plan without victims), with the explanation a person reads.
+/// plan without victims) as structured facts, and wording them (`fill_text`: the explanation a
+/// person reads, each victim's and each rejected domain's reason) when the text is asked for.
 
 #include <algorithm>
 #include <bit>
@@ -41,7 +42,10 @@ PreemptionPlan PreemptionContext<Model>::make_plan(std::string_view solver,
     victim.action = chosen.dropped.empty() ? VictimAction::evict : VictimAction::shrink;
     victim.dropped_replicas = chosen.dropped;
     victim.cost = chosen.cost;
-    victim.reason = describe_gain(problem, chosen);
+    victim.freed_in = problem.target;
+    for (std::size_t k = 0; k < problem.need.size(); ++k) {
+      if (chosen.gain[k] > 0.0) victim.freed.push_back({problem.dims[k], chosen.gain[k]});
+    }
     plan.victims.push_back(std::move(victim));
   }
   const PlacementSearchResult placement =
@@ -64,7 +68,9 @@ PreemptionPlan PreemptionContext<Model>::make_plan(std::string_view solver,
   plan.statistics = statistics;
   plan.rejected = std::move(rejected);
   plan.rejected_total = rejected_total;
-  plan.explanation = explain(plan, problem.tier);
+  const auto tier = static_cast<std::size_t>(problem.tier - tiers_.data());
+  if (tier >= tiers_.size()) throw std::logic_error("topopreempt: internal error: foreign tier");
+  plan.tier = static_cast<std::uint32_t>(tier);
   return plan;
 }
 
@@ -85,8 +91,77 @@ PreemptionPlan PreemptionContext<Model>::make_plan_without_victims(
   plan.statistics = statistics;
   plan.rejected = std::move(rejected);
   plan.rejected_total = rejected_total;
-  plan.explanation = explain(plan, nullptr);
   return plan;
+}
+
+template <CostModel Model>
+void PreemptionContext<Model>::fill_text(PreemptionPlan& plan) const {
+  for (Victim& victim : plan.victims) {
+    if (victim.reason.empty()) victim.reason = describe_gain(victim);
+  }
+  for (DomainVerdict& verdict : plan.rejected) {
+    if (verdict.reason.empty()) verdict.reason = describe_verdict(verdict);
+  }
+  if (!plan.explanation.empty()) return;
+  const Tier* tier = nullptr;
+  if (plan.has_victims_plan()) {
+    if (plan.tier >= tiers_.size()) {
+      throw std::invalid_argument("topopreempt: explain: the plan's tier " +
+                                  std::to_string(plan.tier) + " is not one of " +
+                                  preemptor_.label() + "'s");
+    }
+    tier = &tiers_[plan.tier];
+  }
+  plan.explanation = explain(plan, tier);
+}
+
+template <CostModel Model>
+std::string PreemptionContext<Model>::describe_gain(const Victim& victim) const {
+  std::string text = victim.dropped_replicas.empty()
+                         ? "evicted whole"
+                         : "shrunk by " + std::to_string(victim.dropped_replicas.size()) +
+                               " replica(s)";
+  text += "; frees";
+  bool any = false;
+  for (const FreedAmount& freed : victim.freed) {
+    text += (any ? ", " : " ") + quantity(freed.amount, freed.dimension);
+    any = true;
+  }
+  if (!any) text += " nothing binding (needed only to complete a device or pool)";
+  return text + " in " + topology_.describe(victim.freed_in);
+}
+
+template <CostModel Model>
+std::string PreemptionContext<Model>::describe_verdict(const DomainVerdict& v) const {
+  const auto amount = format_amount;
+  switch (v.kind) {
+    case RejectionKind::too_small:
+      return "too small: holds " + quantity(v.have, v.dimension) + ", needs " + amount(v.need);
+    case RejectionKind::hopeless:
+      return "even evicting all " + std::to_string(v.victims) + " eligible victims frees " +
+             amount(v.have) + " of the " + amount(v.need) + " " + dimension_name(v.dimension) +
+             " missing";
+    case RejectionKind::hopeless_unread:
+      return "not read: even evicting every eligible victim frees at most " + amount(v.have) +
+             " of the " + amount(v.need) + " " + dimension_name(v.dimension) +
+             " missing (preemption index)";
+    case RejectionKind::too_few_hosts:
+      return "not searched: even evicting every eligible victim, its " + host_noun() +
+             "s hold at most " + amount(v.have) + " of the " + amount(v.need) +
+             " replicas (preemption index)";
+    case RejectionKind::bound:
+      return "lower bound " + amount(v.value) + " >= best cost " + amount(v.best);
+    case RejectionKind::bound_unread:
+      return "not read: index lower bound " + amount(v.value) + " >= best cost " + amount(v.best);
+    case RejectionKind::costlier:
+      return "best victim set costs " + amount(v.value) + " > " + amount(v.best) +
+             (v.note.empty() ? "" : " (" + v.note + ")");
+    case RejectionKind::no_better:
+      return v.note.empty() ? "no victim set here beats " + amount(v.best) : v.note;
+    case RejectionKind::text_only:
+      return {};
+  }
+  return {};
 }
 
 template <CostModel Model>

@@ -171,21 +171,4 @@ void PreemptionContext<Model>::add_options(const Tier& tier, DomainId target,
                        victim.options.end());
 }
 
-template <CostModel Model>
-std::string PreemptionContext<Model>::describe_gain(const DomainProblem& problem,
-                                                    const VictimOption& option) const {
-  std::string text = option.dropped.empty()
-                         ? "evicted whole"
-                         : "shrunk by " + std::to_string(option.dropped.size()) + " replica(s)";
-  text += "; frees";
-  bool any = false;
-  for (std::size_t k = 0; k < problem.need.size(); ++k) {
-    if (option.gain[k] <= 0.0) continue;
-    text += (any ? ", " : " ") + quantity(option.gain[k], problem.dims[k]);
-    any = true;
-  }
-  if (!any) text += " nothing binding (needed only to complete a device or pool)";
-  return text + " in " + topology_.describe(problem.target);
-}
-
 }  // namespace topopreempt::detail

@@ -193,10 +193,10 @@ struct ScanCache {
 };
 
 /// Marks the "whole idle devices" relaxation dimension.
-inline constexpr std::size_t whole_device_dimension = std::numeric_limits<std::size_t>::max();
+inline constexpr std::size_t whole_device_dimension = whole_devices_dimension;
 /// Marks a shortfall of hosts: a target with fewer hosts than a `distinct_hosts` gang has
 /// replicas (never a relaxation dimension: it is decided by the topology alone).
-inline constexpr std::size_t distinct_host_dimension = std::numeric_limits<std::size_t>::max() - 1;
+inline constexpr std::size_t distinct_host_dimension = distinct_hosts_dimension;
 
 /// The victim-selection problem inside one target domain.
 struct DomainProblem {
@@ -232,16 +232,7 @@ struct DomainOutcome {
 
 /// Why a domain lost, kept as numbers and formatted only for the few domains a plan lists.
 struct Rejection {
-  enum class Kind : std::uint8_t {
-    too_small,
-    hopeless,
-    hopeless_unread,
-    too_few_hosts,
-    bound,
-    bound_unread,
-    costlier,
-    no_better
-  };
+  using Kind = RejectionKind;
   DomainId domain;
   Kind kind = Kind::bound;
   Shortfall shortfall;
@@ -269,6 +260,10 @@ struct SearchLimits {
   /// index existed. Same costs and statuses, possibly a different domain among equal-cost
   /// ones; kept so that benchmarks measure both paths in one run.
   bool full_scan = false;
+  /// Words the plan (`explanation`, every `Victim::reason` and `DomainVerdict::reason`) before
+  /// returning it; off (`without_text()`), the plan keeps the structured facts only and
+  /// `topopreempt::explain` words it later, to the same bytes.
+  bool text = true;
 };
 
 }  // namespace topopreempt::detail

@@ -46,14 +46,23 @@ class RejectionLog {
   [[nodiscard]] bool wants_more() const noexcept { return search_.size() < max_listed_verdicts; }
   /// Counts rejections that are not listed.
   void count_unlisted(std::size_t count) noexcept { total_ += count; }
-  /// Searched domains (closest competitors) first, then domains dismissed by the scan.
-  template <CostModel Model>
-  [[nodiscard]] std::vector<DomainVerdict> verdicts(const PreemptionContext<Model>& context) const {
+  /// Searched domains (closest competitors) first, then domains dismissed by the scan, as data:
+  /// their `reason` is left empty (`PreemptionContext::fill_text` words it).
+  [[nodiscard]] std::vector<DomainVerdict> verdicts() const {
     std::vector<DomainVerdict> result;
     for (const auto* list : {&search_, &scan_}) {
-      for (const Rejection& rejection : *list) {
+      for (const Rejection& r : *list) {
         if (result.size() == max_listed_verdicts) return result;
-        result.push_back({rejection.domain, describe(context, rejection)});
+        result.push_back({.domain = r.domain,
+                          .reason = {},
+                          .kind = r.kind,
+                          .dimension = r.shortfall.dim,
+                          .have = r.shortfall.have,
+                          .need = r.shortfall.need,
+                          .victims = r.shortfall.victims,
+                          .value = r.value,
+                          .best = r.best,
+                          .note = r.note});
       }
     }
     return result;
@@ -63,38 +72,6 @@ class RejectionLog {
   void add(std::vector<Rejection>& list, Rejection rejection) {
     ++total_;
     if (list.size() < max_listed_verdicts) list.push_back(std::move(rejection));
-  }
-  template <CostModel Model>
-  static std::string describe(const PreemptionContext<Model>& context, const Rejection& r) {
-    const auto amount = PreemptionContext<Model>::format_amount;
-    switch (r.kind) {
-      case Rejection::Kind::too_small:
-        return "too small: holds " + context.quantity(r.shortfall.have, r.shortfall.dim) +
-               ", needs " + amount(r.shortfall.need);
-      case Rejection::Kind::hopeless:
-        return "even evicting all " + std::to_string(r.shortfall.victims) +
-               " eligible victims frees " + amount(r.shortfall.have) + " of the " +
-               amount(r.shortfall.need) + " " + context.dimension_name(r.shortfall.dim) +
-               " missing";
-      case Rejection::Kind::hopeless_unread:
-        return "not read: even evicting every eligible victim frees at most " +
-               amount(r.shortfall.have) + " of the " + amount(r.shortfall.need) + " " +
-               context.dimension_name(r.shortfall.dim) + " missing (preemption index)";
-      case Rejection::Kind::too_few_hosts:
-        return "not searched: even evicting every eligible victim, its " + context.host_noun() +
-               "s hold at most " + amount(r.shortfall.have) + " of the " +
-               amount(r.shortfall.need) + " replicas (preemption index)";
-      case Rejection::Kind::bound:
-        return "lower bound " + amount(r.value) + " >= best cost " + amount(r.best);
-      case Rejection::Kind::bound_unread:
-        return "not read: index lower bound " + amount(r.value) + " >= best cost " + amount(r.best);
-      case Rejection::Kind::costlier:
-        return "best victim set costs " + amount(r.value) + " > " + amount(r.best) +
-               (r.note.empty() ? "" : " (" + r.note + ")");
-      case Rejection::Kind::no_better:
-        return r.note.empty() ? "no victim set here beats " + amount(r.best) : r.note;
-    }
-    return {};
   }
 
   std::vector<Rejection> scan_;
@@ -320,7 +297,7 @@ struct TierSearch {
         std::min({best.exact ? best_cost : best.lower_bound, open_bound, best_cost});
     return context.make_plan(solver, *best_problem, best,
                              proven ? PlanStatus::optimal : PlanStatus::feasible,
-                             proven ? best_cost : bound, statistics, log.verdicts(context),
+                             proven ? best_cost : bound, statistics, log.verdicts(),
                              log.total());
   }
 
@@ -721,6 +698,8 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
   PreemptionContext<Model> context(state, preemptor, model);
   SolverStatistics statistics;
   const auto finish = [&](PreemptionPlan plan) {
+    // The text is worded before the clock stops: a plan with text costs what it did.
+    if (limits.text) context.fill_text(plan);
     plan.statistics.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     record_dependencies(state, preemptor, plan);  // what a later commit checks
     return plan;
@@ -761,7 +740,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
   }
   PreemptionPlan plan = context.make_plan_without_victims(
       solver, loosest_proven_empty ? PlanStatus::infeasible : PlanStatus::unknown, nullptr,
-      statistics, log.verdicts(context), log.total());
+      statistics, log.verdicts(), log.total());
   plan.downgrades = std::move(downgrades);
   return finish(std::move(plan));
 }
