@@ -172,12 +172,13 @@ class Allocation {
   void prefetch_index_bands(DomainId d) const noexcept {
     preemption_index_.prefetch(*topology_, d);
   }
-  /// The preemption index's blocks: runs of at most 64 consecutive domains of the level above
+  /// What `index_block_of` answers for a domain in no block of the preemption index.
+  static constexpr std::uint32_t index_no_block = detail::PreemptionIndex::no_block;
+  /// The preemption index's blocks: runs of at most 16 consecutive domains of the level above
   /// the hosts under one parent (kept under a parent with more children than that), each with
   /// its own bands, folded from its members' as a parent's are from its children's (a bound
   /// from them bounds every member). The block of d, or `index_no_block` (d elsewhere, or
   /// under a parent with few children). Cost: O(1).
-  static constexpr std::uint32_t index_no_block = detail::PreemptionIndex::no_block;
   [[nodiscard]] std::uint32_t index_block_of(DomainId d) const noexcept {
     return preemption_index_.block_of(*topology_, d);
   }
