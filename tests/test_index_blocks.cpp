@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "relaxed_cost.hpp"
 #include "topopreempt/model/cluster_generator.hpp"
 #include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/solvers/branch_and_bound.hpp"
@@ -116,52 +117,6 @@ std::vector<IndexBand> recount_block_bands(const Allocation& state, std::uint32_
   return bands;
 }
 
-/// The least cost of any victim set (each eligible victim kept, evicted, or shrunk with its
-/// best-placed replicas dropped) that frees at least `need` device entries inside `target`: a
-/// relaxation of the target's optimum, computed exactly (a multiple-choice knapsack over freed
-/// entries, sharing nothing with the index; as in test_preemption_index.cpp).
-template <class Model>
-double least_relaxed_cost(const Allocation& state, DomainId target, std::int32_t priority,
-                          std::int64_t need, const Model& model) {
-  const Topology& topology = state.topology();
-  const auto size = static_cast<std::size_t>(need) + 1;
-  std::vector<double> best(size, std::numeric_limits<double>::infinity());
-  best[0] = 0.0;
-  for (const WorkloadId id : state.workload_ids()) {
-    const Workload& victim = state.workload(id);
-    if (!victim.preemptible || victim.priority >= priority) continue;
-    std::vector<std::int64_t> per_replica;
-    for (const auto& replica : state.placement(id).replicas) {
-      std::int64_t inside = 0;
-      for (const auto& entry : replica.entries) {
-        inside +=
-            topology.is_device(entry.domain) && topology.contains(target, entry.domain) ? 1 : 0;
-      }
-      per_replica.push_back(inside);
-    }
-    std::sort(per_replica.rbegin(), per_replica.rend());
-    std::vector<std::pair<std::int64_t, double>> options;  // (entries freed, price)
-    std::int64_t total = 0;
-    for (const std::int64_t inside : per_replica) total += inside;
-    if (total == 0) continue;
-    options.emplace_back(total, static_cast<double>(model.evict(victim)));
-    std::int64_t dropped_entries = 0;
-    for (std::int32_t dropped = 1; dropped <= victim.shrinkable_replicas(); ++dropped) {
-      dropped_entries += per_replica[static_cast<std::size_t>(dropped) - 1];
-      options.emplace_back(dropped_entries, static_cast<double>(model.shrink(victim, dropped)));
-    }
-    std::vector<double> next = best;
-    for (std::size_t freed = 0; freed < size; ++freed) {
-      if (!std::isfinite(best[freed])) continue;
-      for (const auto& [entries, price] : options) {
-        const std::size_t reached = std::min(size - 1, freed + static_cast<std::size_t>(entries));
-        next[reached] = std::min(next[reached], best[freed] + price);
-      }
-    }
-    best = std::move(next);
-  }
-  return best[size - 1];
-}
 
 /// Every block's bands equal their recount, for every priority in `priorities`.
 void check_blocks(const Allocation& state, const std::vector<std::int32_t>& priorities) {
@@ -307,7 +262,7 @@ TEST_SUITE("index_blocks") {
                     const std::int64_t need = demand - state.idle_devices(target);
                     if (need <= 0 || demand > topology.device_count(target)) continue;
                     const double least =
-                        least_relaxed_cost(state, target, preemptor.priority, need, model);
+                        test::least_relaxed_cost(state, target, preemptor.priority, need, model);
                     if (!std::isfinite(least)) continue;  // hopeless: no plan to bound
                     CHECK(bound <= least);
                     ++targets_checked;
