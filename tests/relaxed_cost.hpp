@@ -2,7 +2,8 @@
 #pragma once
 /// @file relaxed_cost.hpp
 /// An exact relaxation of a target domain's optimum, computed without the preemption index, so
-/// that tests of the index's bounds (per domain, per group, per block) compare against it.
+/// that tests of the index's bounds (per domain, per group, per block) compare against it; and
+/// a recount of the index's bands, for the same tests.
 
 #include <algorithm>
 #include <cmath>
@@ -13,8 +14,64 @@
 #include <vector>
 
 #include "topopreempt/model/allocation.hpp"
+#include "topopreempt/model/index_band.hpp"
 
 namespace topopreempt::test {
+
+/// Recount, sharing nothing with the index, of the bands below `priority` over the eligible
+/// workloads with an entry whose domain satisfies `holds` and a device somewhere: per priority,
+/// their extremes (what `for_each_index_band` of a domain, or of a block, should visit).
+template <class Holds>
+[[nodiscard]] std::vector<IndexBand> recount_bands_where(const Allocation& state,
+                                                         std::int32_t priority, const Holds& holds) {
+  std::vector<IndexBand> bands;
+  std::vector<WorkloadId> owners;  // per band: the workload that sets its least lost work
+  for (const WorkloadId id : state.workload_ids()) {
+    const Workload& workload = state.workload(id);
+    if (!workload.preemptible || workload.priority >= priority) continue;
+    const IndexBand own = state.index_band_of(workload);
+    if (own.most_entries_per_victim == 0) continue;
+    bool inside = false;
+    for (const auto& replica : state.placement(id).replicas) {
+      for (const auto& entry : replica.entries)
+        inside = inside || holds(entry.domain);
+    }
+    if (!inside) continue;
+    const auto it = std::find_if(bands.begin(), bands.end(), [&](const IndexBand& band) {
+      return band.priority == own.priority;
+    });
+    if (it == bands.end()) {
+      bands.push_back(own);
+      owners.push_back(id);
+      continue;
+    }
+    // The second least lost work over workloads other than the owner of the least (a tie goes
+    // to the smaller id), and the owner's entries.
+    WorkloadId& owner = owners[static_cast<std::size_t>(it - bands.begin())];
+    if (own.least_lost_work_per_entry < it->least_lost_work_per_entry ||
+        (own.least_lost_work_per_entry == it->least_lost_work_per_entry && id < owner)) {
+      it->second_least_lost_work_per_entry = it->least_lost_work_per_entry;
+      it->entries_of_least_lost_work = own.entries_of_least_lost_work;
+      owner = id;
+    } else {
+      it->second_least_lost_work_per_entry =
+          std::min(it->second_least_lost_work_per_entry, own.least_lost_work_per_entry);
+    }
+    it->least_lost_work_per_entry =
+        std::min(it->least_lost_work_per_entry, own.least_lost_work_per_entry);
+    it->least_model_gib_per_entry =
+        std::min(it->least_model_gib_per_entry, own.least_model_gib_per_entry);
+    it->most_entries_per_victim =
+        std::max(it->most_entries_per_victim, own.most_entries_per_victim);
+    it->least_lost_work_per_replica =
+        std::min(it->least_lost_work_per_replica, own.least_lost_work_per_replica);
+    it->least_model_gib_per_replica =
+        std::min(it->least_model_gib_per_replica, own.least_model_gib_per_replica);
+  }
+  std::sort(bands.begin(), bands.end(),
+            [](const IndexBand& a, const IndexBand& b) { return a.priority < b.priority; });
+  return bands;
+}
 
 /// The least cost of any victim set (each eligible victim kept, evicted, or shrunk with its
 /// best-placed replicas dropped) that frees at least `need` device entries inside `target`.

@@ -62,59 +62,15 @@ std::uint32_t block_count(const Allocation& state) {
   return count;
 }
 
-/// Recount of block b's bands below `priority`: per priority, the extremes over the eligible
-/// workloads that hold anything under one of its members and a device somewhere (as a parent's
-/// bands are over its children's).
+/// Recount of block b's bands below `priority` (as a parent's bands are over its children's).
 std::vector<IndexBand> recount_block_bands(const Allocation& state, std::uint32_t b,
                                            std::int32_t priority) {
   const Topology& topology = state.topology();
   const std::vector<DomainId> members = members_of(state, b);
-  std::vector<IndexBand> bands;
-  std::vector<WorkloadId> owners;  // per band: the workload that sets its least lost work
-  for (const WorkloadId id : state.workload_ids()) {
-    const Workload& workload = state.workload(id);
-    if (!workload.preemptible || workload.priority >= priority) continue;
-    const IndexBand own = state.index_band_of(workload);
-    if (own.most_entries_per_victim == 0) continue;
-    bool inside = false;
-    for (const auto& replica : state.placement(id).replicas) {
-      for (const auto& entry : replica.entries) {
-        for (const DomainId member : members) inside = inside || topology.contains(member, entry.domain);
-      }
-    }
-    if (!inside) continue;
-    const auto it = std::find_if(bands.begin(), bands.end(), [&](const IndexBand& band) {
-      return band.priority == own.priority;
-    });
-    if (it == bands.end()) {
-      bands.push_back(own);
-      owners.push_back(id);
-      continue;
-    }
-    WorkloadId& owner = owners[static_cast<std::size_t>(it - bands.begin())];
-    if (own.least_lost_work_per_entry < it->least_lost_work_per_entry ||
-        (own.least_lost_work_per_entry == it->least_lost_work_per_entry && id < owner)) {
-      it->second_least_lost_work_per_entry = it->least_lost_work_per_entry;
-      it->entries_of_least_lost_work = own.entries_of_least_lost_work;
-      owner = id;
-    } else {
-      it->second_least_lost_work_per_entry =
-          std::min(it->second_least_lost_work_per_entry, own.least_lost_work_per_entry);
-    }
-    it->least_lost_work_per_entry =
-        std::min(it->least_lost_work_per_entry, own.least_lost_work_per_entry);
-    it->least_model_gib_per_entry =
-        std::min(it->least_model_gib_per_entry, own.least_model_gib_per_entry);
-    it->most_entries_per_victim =
-        std::max(it->most_entries_per_victim, own.most_entries_per_victim);
-    it->least_lost_work_per_replica =
-        std::min(it->least_lost_work_per_replica, own.least_lost_work_per_replica);
-    it->least_model_gib_per_replica =
-        std::min(it->least_model_gib_per_replica, own.least_model_gib_per_replica);
-  }
-  std::sort(bands.begin(), bands.end(),
-            [](const IndexBand& a, const IndexBand& b) { return a.priority < b.priority; });
-  return bands;
+  return test::recount_bands_where(state, priority, [&](DomainId entry) {
+    return std::any_of(members.begin(), members.end(),
+                       [&](DomainId member) { return topology.contains(member, entry); });
+  });
 }
 
 

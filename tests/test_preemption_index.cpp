@@ -63,57 +63,11 @@ struct lying {
   [[nodiscard]] double least_price() const noexcept { return 1.0; }
 };
 
-/// Recount of what `for_each_index_band` should visit: per priority below `priority`, the
-/// extremes over the eligible workloads holding anything in d's subtree and a device somewhere.
+/// Recount of what `for_each_index_band` should visit in d's subtree.
 std::vector<IndexBand> recount_bands(const Allocation& state, DomainId d, std::int32_t priority) {
   const Topology& topology = state.topology();
-  std::vector<IndexBand> bands;
-  std::vector<WorkloadId> owners;  // per band: the workload that sets its least lost work
-  for (const WorkloadId id : state.workload_ids()) {
-    const Workload& workload = state.workload(id);
-    if (!workload.preemptible || workload.priority >= priority) continue;
-    const IndexBand own = state.index_band_of(workload);
-    if (own.most_entries_per_victim == 0) continue;
-    bool inside = false;
-    for (const auto& replica : state.placement(id).replicas) {
-      for (const auto& entry : replica.entries)
-        inside = inside || topology.contains(d, entry.domain);
-    }
-    if (!inside) continue;
-    const auto it = std::find_if(bands.begin(), bands.end(), [&](const IndexBand& band) {
-      return band.priority == own.priority;
-    });
-    if (it == bands.end()) {
-      bands.push_back(own);
-      owners.push_back(id);
-      continue;
-    }
-    // The second least lost work over workloads other than the owner of the least (a tie goes
-    // to the smaller id), and the owner's entries.
-    WorkloadId& owner = owners[static_cast<std::size_t>(it - bands.begin())];
-    if (own.least_lost_work_per_entry < it->least_lost_work_per_entry ||
-        (own.least_lost_work_per_entry == it->least_lost_work_per_entry && id < owner)) {
-      it->second_least_lost_work_per_entry = it->least_lost_work_per_entry;
-      it->entries_of_least_lost_work = own.entries_of_least_lost_work;
-      owner = id;
-    } else {
-      it->second_least_lost_work_per_entry =
-          std::min(it->second_least_lost_work_per_entry, own.least_lost_work_per_entry);
-    }
-    it->least_lost_work_per_entry =
-        std::min(it->least_lost_work_per_entry, own.least_lost_work_per_entry);
-    it->least_model_gib_per_entry =
-        std::min(it->least_model_gib_per_entry, own.least_model_gib_per_entry);
-    it->most_entries_per_victim =
-        std::max(it->most_entries_per_victim, own.most_entries_per_victim);
-    it->least_lost_work_per_replica =
-        std::min(it->least_lost_work_per_replica, own.least_lost_work_per_replica);
-    it->least_model_gib_per_replica =
-        std::min(it->least_model_gib_per_replica, own.least_model_gib_per_replica);
-  }
-  std::sort(bands.begin(), bands.end(),
-            [](const IndexBand& a, const IndexBand& b) { return a.priority < b.priority; });
-  return bands;
+  return test::recount_bands_where(
+      state, priority, [&](DomainId entry) { return topology.contains(d, entry); });
 }
 
 /// A model whose prices (1 per victim) undercut the index price rate it declares (1 per device
