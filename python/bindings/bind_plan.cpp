@@ -76,6 +76,13 @@ class PyDecider {
   std::mutex busy_;
 };
 
+/// A dimension as a FreedAmount's or a verdict's repr shows it.
+std::string dimension_label(std::size_t dimension) {
+  if (dimension == whole_devices_dimension) return "whole_devices";
+  if (dimension == distinct_hosts_dimension) return "distinct_hosts";
+  return "dimension " + std::to_string(dimension);
+}
+
 void bind_plan_types(nb::module_& m) {
   nb::enum_<PlanStatus>(m, "PlanStatus", "Outcome of a preemption decision.")
       .value("optimal", PlanStatus::optimal, "victims found and proven minimum-cost (lower_bound == cost)")
@@ -92,20 +99,93 @@ void bind_plan_types(nb::module_& m) {
       .value("evict", VictimAction::evict, "the whole gang is preempted")
       .value("shrink", VictimAction::shrink, "an elastic workload loses `dropped_replicas` and keeps running");
 
-  nb::class_<Victim>(m, "Victim", "One victim of a plan.")
+  m.attr("whole_devices_dimension") = whole_devices_dimension;
+  m.attr("distinct_hosts_dimension") = distinct_hosts_dimension;
+
+  nb::class_<FreedAmount>(m, "FreedAmount",
+                          "How much of one dimension a victim frees where the preemptor needs it.")
+      .def_ro("dimension", &FreedAmount::dimension,
+              "`whole_devices_dimension` (whole idle devices), `distinct_hosts_dimension` (hosts "
+              "of a distinct_hosts preemptor), or an index into the topology's ResourceSchema (a "
+              "device share or a pooled resource)")
+      .def_ro("amount", &FreedAmount::amount, "how much (devices, hosts, or the resource's unit)")
+      .def("__eq__", [](const FreedAmount& a, const FreedAmount& b) { return a == b; })
+      .def("__repr__", [](const FreedAmount& f) {
+        return "<FreedAmount " + dimension_label(f.dimension) + " " + std::to_string(f.amount) + ">";
+      });
+
+  nb::class_<Victim>(m, "Victim",
+                     "One victim of a plan. `reason` is text for people, built from the structured "
+                     "fields (`action`, `dropped_replicas`, `freed`, `freed_in`): the index solvers "
+                     "(greedy, knapsack, branch_and_bound) fill it unless built `without_text()`, "
+                     "and explain() fills it afterwards. Baselines, plan_queue and loaning always "
+                     "fill it and may leave `freed` empty.")
       .def_ro("id", &Victim::id)
       .def_ro("action", &Victim::action)
       .def_ro("dropped_replicas", &Victim::dropped_replicas, "replica indices, for `shrink`")
       .def_ro("cost", &Victim::cost, "its share of the plan's cost")
-      .def_ro("reason", &Victim::reason, "e.g. 'frees 2 GPUs in numa3'")
+      .def_ro("reason", &Victim::reason,
+              "e.g. 'evicted whole; frees 2 whole GPUs in socket ...'; empty in a plan of a "
+              "solver built without_text() until explain() words it")
+      .def_prop_ro("freed_in", [](const Victim& v) -> std::optional<std::uint32_t> {
+        return v.freed_in.valid() ? std::optional(v.freed_in.value) : std::nullopt;
+      }, "the domain searched when it was chosen, where `freed` is measured: the plan's target, "
+         "or a domain inside `target_domain` when pools widen the target (None where the plan "
+         "does not say: baselines, plan_queue, loaning)")
+      .def_ro("freed", &Victim::freed,
+              "what it frees there, one FreedAmount per dimension the preemptor needs (dimensions "
+              "it frees nothing of are left out), in the order the solver measures them")
+      .def("__eq__", [](const Victim& a, const Victim& b) { return a == b; }, "Member-wise equality.")
       .def("__repr__", [](const Victim& v) {
         return "<Victim " + std::to_string(v.id.value) + (v.action == VictimAction::evict ? " evict" : " shrink") +
                " cost " + std::to_string(v.cost) + ">";
       });
 
-  nb::class_<DomainVerdict>(m, "DomainVerdict", "Why a candidate domain did not win.")
-      .def_ro("domain", &DomainVerdict::domain)
-      .def_ro("reason", &DomainVerdict::reason);
+  nb::enum_<RejectionKind>(m, "RejectionKind",
+                           "Why a candidate domain lost, as data (DomainVerdict.kind): which of the "
+                           "verdict's numbers apply.")
+      .value("too_small", RejectionKind::too_small,
+             "holds `have` of the `need` of `dimension` even empty (static capacity)")
+      .value("hopeless", RejectionKind::hopeless,
+             "read: evicting all `victims` eligible victims frees `have` of the `need` missing")
+      .value("hopeless_unread", RejectionKind::hopeless_unread,
+             "not read: the preemption index says eviction frees at most `have` of the `need` missing")
+      .value("too_few_hosts", RejectionKind::too_few_hosts,
+             "not searched: its hosts hold at most `have` of the `need` replicas (preemption index)")
+      .value("bound", RejectionKind::bound, "its lower bound `value` is at least the best cost `best`")
+      .value("bound_unread", RejectionKind::bound_unread,
+             "not read: its index lower bound `value` is at least the best cost `best`")
+      .value("costlier", RejectionKind::costlier,
+             "searched: its best victim set costs `value` > `best` (`note`: why, if said)")
+      .value("no_better", RejectionKind::no_better,
+             "searched: no victim set beats `best` (`note`, when set, says why instead)")
+      .value("text_only", RejectionKind::text_only,
+             "written as text only (baselines, plan_queue): `reason` is all there is")
+      .def("__str__", [](RejectionKind k) { return std::string(to_string(k)); });
+
+  nb::class_<DomainVerdict>(m, "DomainVerdict",
+                            "Why a candidate domain did not win. `reason` is text for people, built "
+                            "from the other fields: the index solvers fill it unless built "
+                            "`without_text()`, and explain() fills it afterwards. Baselines write "
+                            "`reason` only (`kind` is then `text_only`).")
+      .def_ro("domain", &DomainVerdict::domain, "the candidate target domain")
+      .def_ro("reason", &DomainVerdict::reason,
+              "why it lost, e.g. 'lower bound 7 >= best cost 5'; empty in a plan of a solver built "
+              "without_text() until explain() words it")
+      .def_ro("kind", &DomainVerdict::kind, "why it lost, as data: which of the numbers below apply")
+      .def_ro("dimension", &DomainVerdict::dimension,
+              "the dimension short (too_small, hopeless, hopeless_unread; as FreedAmount.dimension)")
+      .def_ro("have", &DomainVerdict::have, "what the domain holds or can free of `dimension`")
+      .def_ro("need", &DomainVerdict::need, "what the preemptor needs (or is missing) of it")
+      .def_ro("victims", &DomainVerdict::victims, "eligible victims read (hopeless)")
+      .def_ro("value", &DomainVerdict::value, "the domain's bound or cost (bound, bound_unread, costlier)")
+      .def_ro("best", &DomainVerdict::best, "the best cost it was compared with")
+      .def_ro("note", &DomainVerdict::note, "the search's own word, if any (costlier, no_better)")
+      .def("__eq__", [](const DomainVerdict& a, const DomainVerdict& b) { return a == b; },
+           "Member-wise equality.")
+      .def("__repr__", [](const DomainVerdict& v) {
+        return "<DomainVerdict " + std::to_string(v.domain.value) + " " + std::string(to_string(v.kind)) + ">";
+      });
 
   nb::enum_<DowngradeReason>(m, "DowngradeReason",
                              "Why a searched domain was not solved by the solver's exact method.")
@@ -166,7 +246,13 @@ void bind_plan_types(nb::module_& m) {
       .def_ro("rejected_total", &PreemptionPlan::rejected_total, "how many domains lost in all")
       .def_ro("downgrades", &PreemptionPlan::downgrades,
               "searched domains where the exact method did not apply or stopped early")
-      .def_ro("explanation", &PreemptionPlan::explanation, "readable summary of all of the above")
+      .def_ro("explanation", &PreemptionPlan::explanation,
+              "readable summary of all of the above, built from the structured fields; empty "
+              "(with every victim's and verdict's reason) in a plan of a solver built "
+              "without_text() until explain() words it, to the same text")
+      .def_ro("tier", &PreemptionPlan::tier,
+              "the topology tier the plan was found in, as the solver orders them (0 = the "
+              "preferred levels; the explanation prints its label); 0 for a plan without victims")
       .def_ro("statistics", &PreemptionPlan::statistics)
       .def_ro("preemptor", &PreemptionPlan::preemptor, "the workload this plan is for")
       .def_ro("dependencies", &PreemptionPlan::dependencies,
