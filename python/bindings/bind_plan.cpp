@@ -67,6 +67,17 @@ class PyDecider {
       return decider_->decide(a);
     });
   }
+  /// `plan` worded on `state` (a copy: the argument is left as it is). Waits for a running
+  /// decide, as a second decide does (the C++ decider is single-threaded).
+  [[nodiscard]] PreemptionPlan explain(const PreemptionPlan& plan, const StateHandle& state) {
+    PreemptionPlan worded = plan;
+    std::unique_lock<std::mutex> lock(busy_, std::defer_lock);
+    state.read_released([&](const Allocation& a) {
+      lock.lock();
+      decider_->explain(worded, a);
+    });
+    return worded;
+  }
   [[nodiscard]] const DeciderBase& decider() const noexcept { return *decider_; }
   [[nodiscard]] const std::string& solver_name() const noexcept { return solver_name_; }
 
@@ -284,6 +295,10 @@ void bind_solver_interface(nb::module_& m) {
       .def_prop_ro("is_exact", &SolverHandle::is_exact,
                    "proves optimality when its preconditions hold and no limit is hit")
       .def_prop_ro("is_baseline", &SolverHandle::is_baseline, "a reference kept for comparison")
+      .def_prop_ro("builds_text", &SolverHandle::builds_text,
+                   "whether its plans come with their text (explanation, victims' and verdicts' "
+                   "reasons): False for a solver built without_text(), True for the baselines, "
+                   "which always word their plans")
       .def("solve", [](const SolverHandle& solver, const StateHandle& state, const Workload& preemptor,
                        const CostModelHandle& model) {
         const PreemptorCopy copy(preemptor);
@@ -296,7 +311,9 @@ void bind_solver_interface(nb::module_& m) {
          "when it is invalid or already running, or naming the model and victim for a bad "
          "price.\n\nReleases the GIL: any number of threads may solve on one state at once; a "
          "mutation of that state waits until they are done.")
-      .def("__repr__", [](const SolverHandle& s) { return "<Solver " + std::string(s.name()) + ">"; });
+      .def("__repr__", [](const SolverHandle& s) {
+        return "<Solver " + std::string(s.name()) + (s.builds_text() ? "" : " without text") + ">";
+      });
 }
 
 void bind_verification(nb::module_& m) {
@@ -405,13 +422,23 @@ void bind_decider(nb::module_& m) {
       "versions it depended on and reads a domain again only when one changed. decide(state) "
       "returns exactly the plan solver.solve(state, preemptor, model) returns (only "
       "statistics.seconds differs). One decide at a time per decider; different deciders may "
-      "decide concurrently on one state.")
+      "decide concurrently on one state.\n\nOn a hot path, give it a solver built "
+      "without_text() (`tp.branch_and_bound.without_text()`): decide then returns the plan's "
+      "structured facts without its text, and explain(plan, state) words a plan to be printed, "
+      "to the text the solver with text would have returned.")
       .def(nb::init<const SolverHandle&, const CostModelHandle&, const Workload&>(), nb::arg("solver"),
            nb::arg("cost_model"), nb::arg("preemptor"),
            "ValueError for a solver without an incremental form (the baselines).")
       .def("decide", &PyDecider::decide, nb::arg("state"),
            "The plan for the preemptor on `state`, reusing every domain read whose versions did "
            "not change. Releases the GIL.")
+      .def("explain", &PyDecider::explain, nb::arg("plan"), nb::arg("state"),
+           "`plan`, returned by decide(state) with a solver built without_text(), worded on the "
+           "same `state` (before it is committed): explain(plan, state, preemptor, cost_model) "
+           "with this decider's preemptor and cost model. Returns a worded copy (the argument is "
+           "left as it is); a plan with its text already comes back as it is. ValueError, as "
+           "explain() raises it, for a plan that is not this preemptor's or not of `state`. "
+           "Releases the GIL.")
       .def_prop_ro("reused_reads", [](const PyDecider& d) { return d.decider().reused_reads(); },
                    "domain reads answered from the cache over the decider's life")
       .def_prop_ro("fresh_reads", [](const PyDecider& d) { return d.decider().fresh_reads(); },

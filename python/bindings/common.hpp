@@ -225,6 +225,9 @@ class SolverHandle {
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
   [[nodiscard]] virtual bool is_exact() const noexcept = 0;
   [[nodiscard]] virtual bool is_baseline() const noexcept = 0;
+  /// Whether plans come with their text (false for a solver built `without_text()`; true for
+  /// the baselines, which always word their plans).
+  [[nodiscard]] virtual bool builds_text() const noexcept = 0;
   /// `solver.solve(state, preemptor, model)`; called without the GIL.
   [[nodiscard]] virtual PreemptionPlan solve(const Allocation& state, const Workload& preemptor,
                                              const ModelVariant& model) const = 0;
@@ -242,6 +245,9 @@ class DeciderBase {
   [[nodiscard]] virtual std::uint64_t reused_reads() const noexcept = 0;
   [[nodiscard]] virtual std::uint64_t fresh_reads() const noexcept = 0;
   [[nodiscard]] virtual const Workload& preemptor() const noexcept = 0;
+  /// `IncrementalDecider::explain` after `check_explainable`: words `plan` on `state` with
+  /// the decider's preemptor and model (called without the GIL).
+  virtual void explain(PreemptionPlan& plan, const Allocation& state) const = 0;
 };
 
 /// A `PreemptionSolver` for templates that only pass the solver through: it solves with the
