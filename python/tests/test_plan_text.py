@@ -332,3 +332,30 @@ def test_bad_input_to_explain_is_a_value_error() -> None:
     # Nothing was changed by the failures: the plan still words to the solver's text.
     assert has_no_text(plan)
     assert tp.explain(plan, state, preemptor, model) == tp.branch_and_bound.solve(state, preemptor, model)
+
+
+def test_plan_queue_and_the_simulator_take_a_solver_without_text() -> None:
+    state, first = small_cluster()
+    second = tp.Workload(1001, priority=90, whole_devices=1,
+                         replica_scope=tp.TopologyRequirement.guaranteed("numa"))
+    model = tp.VictimCount()
+    quiet = tp.plan_queue(state, [second, first], tp.branch_and_bound.without_text(), model)
+    worded = tp.plan_queue(state, [second, first], tp.branch_and_bound, model)
+    assert [q.preemptor for q in quiet.plans] == [1000, 1001]
+    assert all(has_no_text(q.plan) and q.plan.has_victims_plan() for q in quiet.plans)
+    # Each plan is worded on the state the queue planned it on: the one the plans before it
+    # leave, committed in result order.
+    for queued, expected in zip(quiet.plans, worded.plans):
+        preemptor = first if queued.preemptor == first.id else second
+        assert tp.explain(queued.plan, state, preemptor, model) == expected.plan
+        assert tp.commit(state, queued.plan, preemptor)
+
+    topology = tp.shapes.cluster(tp.shapes.rtx4090_server(), 4, 4)
+    trace = tp.sim.load_trace_csv(str(ROOT / "examples" / "traces" / "sample.csv"), topology)
+    runs = [tp.sim.simulate(topology, trace, solver, tp.PriorityWeighted(offset=1.0), verify_plans=True,
+                            min_preemptor_priority=100, seed=42).as_dict()
+            for solver in (tp.branch_and_bound, tp.branch_and_bound.without_text())]
+    for run in runs:  # the decisions' wall times are all that may differ
+        for key in [k for k in run if k.startswith("decision_")]:
+            del run[key]
+    assert runs[0] == runs[1] and runs[0]["preemptions"] > 0 and runs[0]["plans_rejected"] == 0
