@@ -59,11 +59,13 @@ struct ResolvedDemand {
     const ResourceSchema& schema = topology.schema();
     ResolvedDemand demand;
     demand.whole_devices = workload.demand.whole_devices;
-    const ResourceVector resources =
+    // The demand split by kind: device dimensions into `share`, pooled ones into `pooled`.
+    demand.share =
         workload.demand.resources.size() == 0 ? schema.zeros() : workload.demand.resources;
-    const ResourceVector mask = device_mask(schema);
-    demand.share = resources.cwiseProduct(mask);
-    demand.pooled = resources - demand.share;
+    demand.pooled = demand.share;
+    for (Eigen::Index i = 0; i < demand.share.size(); ++i) {
+      (schema.is_device(static_cast<std::size_t>(i)) ? demand.pooled(i) : demand.share(i)) = 0;
+    }
     demand.has_share = demand.whole_devices == 0 && demand.share.any();
     demand.replicas = workload.replicas;
     demand.distinct_hosts = workload.distinct_hosts && workload.replicas > 1;
@@ -287,8 +289,14 @@ namespace detail {
 /// Local free amount of one pool (its own capacity, not its children's).
 template <CapacityView View>
 [[nodiscard]] Amount local_free(const View& view, DomainId pool, std::size_t dim) {
+  const Topology& topology = view.topology();
   Amount free = view.free(pool, dim);
-  for (DomainId child : view.topology().children(pool)) free -= view.free(child, dim);
+  // Children in order, read off the pre-order ids (no list of them is built).
+  const std::uint32_t end = topology.subtree_end(pool).value;
+  for (std::uint32_t child = pool.value + 1; child < end;
+       child = topology.subtree_end(DomainId{child}).value) {
+    free -= view.free(DomainId{child}, dim);
+  }
   return free;
 }
 
@@ -299,11 +307,11 @@ template <CapacityView View>
                                        DomainId unit) {
   const Topology& topology = view.topology();
   DomainId best = unit;
+  ResolvedDemand probe = demand;  // copied once: only its unit level changes per candidate
   for (std::uint32_t d = unit.value + 1; d < topology.subtree_end(unit).value; ++d) {
     const DomainId candidate{d};
     if (topology.is_device(candidate)) continue;
     if (topology.level(candidate) < topology.level(best)) continue;
-    ResolvedDemand probe = demand;
     probe.unit_level = topology.level(candidate);
     if (replicas_that_fit(view, probe, candidate) < 1) continue;
     if (topology.level(candidate) > topology.level(best) ||
@@ -324,10 +332,13 @@ template <CapacityView View>
   std::vector<DomainId> idle;
   const DomainId host = topology.ancestor_at(domain, topology.host_level());
   if (topology.has_affinity(host)) {
-    for (DomainId device : topology.domains_at(topology.device_level(), domain)) {
+    const auto devices = topology.domains_at(topology.device_level(), domain);
+    idle.reserve(devices.size());
+    for (DomainId device : devices) {
       if (view.device_occupancy(device) == 0) idle.push_back(device);
     }
     std::vector<DomainId> chosen;
+    chosen.reserve(std::min(idle.size(), static_cast<std::size_t>(std::max<std::int64_t>(count, 0))));
     while (static_cast<std::int64_t>(chosen.size()) < count) {
       std::size_t best = idle.size();
       double best_score = -std::numeric_limits<double>::infinity();
@@ -348,7 +359,10 @@ template <CapacityView View>
   DomainId within = domain;
   for (bool deeper = true; deeper;) {
     deeper = false;
-    for (DomainId child : topology.children(within)) {
+    // Children in order, read off the pre-order ids (no list of them is built).
+    const std::uint32_t end = topology.subtree_end(within).value;
+    for (std::uint32_t c = within.value + 1; c < end; c = topology.subtree_end(DomainId{c}).value) {
+      const DomainId child{c};
       if (!topology.is_device(child) && view.idle_devices(child) >= count) {
         within = child;
         deeper = true;
@@ -356,7 +370,9 @@ template <CapacityView View>
       }
     }
   }
-  for (DomainId device : topology.domains_at(topology.device_level(), within)) {
+  const auto devices = topology.domains_at(topology.device_level(), within);
+  idle.reserve(std::min(devices.size(), static_cast<std::size_t>(std::max<std::int64_t>(count, 0))));
+  for (DomainId device : devices) {
     if (static_cast<std::int64_t>(idle.size()) == count) break;
     if (view.device_occupancy(device) == 0) idle.push_back(device);
   }
@@ -371,6 +387,9 @@ template <CapacityView View>
   const ResourceSchema& schema = topology.schema();
   const DomainId tight = tightest_domain(view, demand, unit);
   std::vector<PlacementEntry> entries;
+  // Room for the devices and a pool or two per pooled dimension, so that the list rarely grows.
+  entries.reserve(static_cast<std::size_t>(demand.whole_devices) + 1 +
+                  2 * static_cast<std::size_t>(demand.pooled.size()));
   DomainId anchor = tight;
   if (demand.whole_devices > 0) {
     for (DomainId device : choose_devices(view, tight, demand.whole_devices)) {
@@ -401,12 +420,14 @@ template <CapacityView View>
   // Pooled amounts: closest pools to the devices first — the pools of each enclosing domain's
   // subtree, walking up from the anchor (so CPU cores of the GPU's own NUMA node come first).
   std::vector<std::pair<DomainId, ResourceVector>> drawn;
+  std::vector<DomainId> order;  // one list for every dimension: it grows once, not per dimension
   for (Eigen::Index i = 0; i < demand.pooled.size(); ++i) {
     Amount need = demand.pooled(i);
     if (need == 0) continue;
     const auto dim = static_cast<std::size_t>(i);
     const DomainId root = pool_root(topology, tight, dim);
-    std::vector<DomainId> order;
+    order.clear();
+    if (root.valid()) order.reserve(topology.subtree_end(root).value - root.value);
     DomainId covered;  // subtree already listed
     for (DomainId at = anchor; at.valid(); at = topology.parent(at)) {
       if (!topology.contains(root, at)) continue;
