@@ -17,10 +17,12 @@
 /// placing replica after replica on hosts not used yet is exact too.
 
 #include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -175,16 +177,24 @@ template <CapacityView View>
   return total;
 }
 
+/// Units of `domain` at `unit_level`: its descendants of that level, or itself when below it
+/// (none when its branch skips the level). `units_of` for a demand confined to `unit_level`.
+[[nodiscard]] inline std::span<const DomainId> units_at(const Topology& topology,
+                                                       LevelIndex unit_level,
+                                                       const DomainId& domain) {
+  if (topology.level(domain) >= unit_level) {
+    if (!topology.lies_within_level(domain, unit_level)) return {};
+    return {&domain, 1};
+  }
+  return topology.domains_at(unit_level, domain);
+}
+
 /// Units of `domain` for `demand`: its unit-level descendants, or itself when below that level
 /// (none when its branch skips the level; see `unit_allowed` for the gang level).
 [[nodiscard]] inline std::span<const DomainId> units_of(const Topology& topology,
                                                        const ResolvedDemand& demand,
                                                        const DomainId& domain) {
-  if (topology.level(domain) >= demand.unit_level) {
-    if (!topology.lies_within_level(domain, demand.unit_level)) return {};
-    return {&domain, 1};
-  }
-  return topology.domains_at(demand.unit_level, domain);
+  return units_at(topology, demand.unit_level, domain);
 }
 
 /// Whether a replica may lie in `unit` under the guaranteed gang level: only inside one domain
@@ -199,10 +209,11 @@ template <CapacityView View>
 
 namespace detail {
 
-/// `replicas_that_fit` without anti-affinity: replicas may share a host.
+/// `replicas_that_fit` without anti-affinity (replicas may share a host), with the replicas
+/// confined to domains of `unit_level` instead of `demand.unit_level`.
 template <CapacityView View>
 [[nodiscard]] std::int64_t replicas_that_fit_stacked(const View& view, const ResolvedDemand& demand,
-                                                     DomainId domain) {
+                                                     DomainId domain, LevelIndex unit_level) {
   const Topology& topology = view.topology();
   struct Budget {
     DomainId root;
@@ -212,7 +223,7 @@ template <CapacityView View>
   std::vector<Budget> budgets;
   std::int64_t total = 0;
   const bool device_less = demand.whole_devices == 0 && !demand.has_share;
-  for (DomainId unit : detail::units_of(topology, demand, domain)) {
+  for (DomainId unit : detail::units_at(topology, unit_level, domain)) {
     if (!detail::unit_allowed(topology, demand, unit)) continue;
     std::int64_t fit = detail::device_bound(view, demand, unit);
     // A replica without devices occupies the pools it draws from (`footprint_domain`): it can
@@ -262,6 +273,32 @@ template <CapacityView View>
   return total;
 }
 
+/// `replicas_that_fit` without anti-affinity: replicas may share a host.
+template <CapacityView View>
+[[nodiscard]] std::int64_t replicas_that_fit_stacked(const View& view, const ResolvedDemand& demand,
+                                                     DomainId domain) {
+  return replicas_that_fit_stacked(view, demand, domain, demand.unit_level);
+}
+
+/// `replicas_that_fit` with the replicas confined to domains of `unit_level` instead of
+/// `demand.unit_level` (what a copy of `demand` with that unit level would give, without the
+/// copy).
+template <CapacityView View>
+[[nodiscard]] std::int64_t replicas_that_fit_at(const View& view, const ResolvedDemand& demand,
+                                                DomainId domain, LevelIndex unit_level) {
+  if (!demand.distinct_hosts) return replicas_that_fit_stacked(view, demand, domain, unit_level);
+  const Topology& topology = view.topology();
+  const LevelIndex host_level = topology.host_level();
+  if (topology.level(domain) >= host_level) {
+    return std::min<std::int64_t>(1, replicas_that_fit_stacked(view, demand, domain, unit_level));
+  }
+  std::int64_t total = 0;
+  for (DomainId host : topology.domains_at(host_level, domain)) {
+    total += std::min<std::int64_t>(1, replicas_that_fit_stacked(view, demand, host, unit_level));
+  }
+  return total;
+}
+
 }  // namespace detail
 
 /// How many replicas of `demand` fit inside `domain` as `view` stands (exact under the model
@@ -271,17 +308,7 @@ template <CapacityView View>
 template <CapacityView View>
 [[nodiscard]] std::int64_t replicas_that_fit(const View& view, const ResolvedDemand& demand,
                                              DomainId domain) {
-  if (!demand.distinct_hosts) return detail::replicas_that_fit_stacked(view, demand, domain);
-  const Topology& topology = view.topology();
-  const LevelIndex host_level = topology.host_level();
-  if (topology.level(domain) >= host_level) {
-    return std::min<std::int64_t>(1, detail::replicas_that_fit_stacked(view, demand, domain));
-  }
-  std::int64_t total = 0;
-  for (DomainId host : topology.domains_at(host_level, domain)) {
-    total += std::min<std::int64_t>(1, detail::replicas_that_fit_stacked(view, demand, host));
-  }
-  return total;
+  return detail::replicas_that_fit_at(view, demand, domain, demand.unit_level);
 }
 
 namespace detail {
@@ -307,13 +334,14 @@ template <CapacityView View>
                                        DomainId unit) {
   const Topology& topology = view.topology();
   DomainId best = unit;
-  ResolvedDemand probe = demand;  // copied once: only its unit level changes per candidate
   for (std::uint32_t d = unit.value + 1; d < topology.subtree_end(unit).value; ++d) {
     const DomainId candidate{d};
     if (topology.is_device(candidate)) continue;
     if (topology.level(candidate) < topology.level(best)) continue;
-    probe.unit_level = topology.level(candidate);
-    if (replicas_that_fit(view, probe, candidate) < 1) continue;
+    // One replica of the demand confined to the candidate's level (no copy of it is made).
+    // Stacked: the candidate lies at or below the host level, where anti-affinity allows one
+    // replica exactly when the stacked count does.
+    if (replicas_that_fit_stacked(view, demand, candidate, topology.level(candidate)) < 1) continue;
     if (topology.level(candidate) > topology.level(best) ||
         view.idle_devices(candidate) < view.idle_devices(best)) {
       best = candidate;
@@ -473,9 +501,10 @@ template <CapacityView View>
   const Topology& topology = view.topology();
   OverlayView<View> scratch(view);
   Placement placement;
-  ResolvedDemand single = demand;
-  single.replicas = 1;
-  single.distinct_hosts = false;     // one replica at a time; `used_hosts` keeps them apart
+  placement.replicas.reserve(static_cast<std::size_t>(std::max(demand.replicas, 0)));
+  // One replica at a time, each in one unit (at or below the host level): the stacked count
+  // and `place_one` read neither `replicas` nor `distinct_hosts`, and `used_hosts` keeps the
+  // replicas apart, so `demand` serves as it is (no single-replica copy of it is made).
   std::vector<DomainId> used_hosts;  // with distinct_hosts: hosts already holding a replica
   for (std::int32_t r = 0; r < demand.replicas; ++r) {
     DomainId best;
@@ -486,11 +515,11 @@ template <CapacityView View>
                     topology.ancestor_at(unit, topology.host_level())) != used_hosts.end()) {
         continue;
       }
-      if (replicas_that_fit(scratch, single, unit) < 1) continue;
+      if (detail::replicas_that_fit_stacked(scratch, demand, unit) < 1) continue;
       if (!best.valid() || scratch.idle_devices(unit) < scratch.idle_devices(best)) best = unit;
     }
     if (!best.valid()) return std::nullopt;  // unreachable when the count above is exact
-    ReplicaPlacement replica{detail::place_one(scratch, single, best)};
+    ReplicaPlacement replica{detail::place_one(scratch, demand, best)};
     scratch.consume(replica.entries);
     placement.replicas.push_back(std::move(replica));
     if (demand.distinct_hosts)
@@ -499,20 +528,25 @@ template <CapacityView View>
   return placement;
 }
 
-/// The levels of `gang_tiers(topology, demand, within)`, tightest first, without listing
-/// their domains.
-[[nodiscard]] inline std::vector<LevelIndex> gang_levels(const Topology& topology, const ResolvedDemand& demand,
-                                                         DomainId within) {
-  std::vector<LevelIndex> levels;
+namespace detail {
+
+/// At most one gang tier per level, and a topology has at most 64 levels.
+using GangLevels = std::array<LevelIndex, 64>;
+
+/// `gang_levels` into `levels` (no allocation); returns how many there are.
+[[nodiscard]] inline std::size_t gang_levels_into(const Topology& topology,
+                                                  const ResolvedDemand& demand, DomainId within,
+                                                  GangLevels& levels) {
+  std::size_t count = 0;
   const auto tier_at = [&](LevelIndex level) {
     // Replicas on distinct hosts never share a domain at or below the host level.
     if (demand.distinct_hosts && std::max(level, topology.level(within)) >= topology.host_level()) {
       return;
     }
     if (topology.level(within) >= level) {
-      if (topology.lies_within_level(within, level)) levels.push_back(topology.level(within));
+      if (topology.lies_within_level(within, level)) levels[count++] = topology.level(within);
     } else if (!topology.domains_at(level, within).empty()) {
-      levels.push_back(level);
+      levels[count++] = level;
     }
   };
   if (demand.gang_required) {
@@ -525,7 +559,18 @@ template <CapacityView View>
   } else {
     tier_at(topology.level(within));
   }
-  return levels;
+  return count;
+}
+
+}  // namespace detail
+
+/// The levels of `gang_tiers(topology, demand, within)`, tightest first, without listing
+/// their domains.
+[[nodiscard]] inline std::vector<LevelIndex> gang_levels(const Topology& topology, const ResolvedDemand& demand,
+                                                         DomainId within) {
+  detail::GangLevels levels{};
+  const std::size_t count = detail::gang_levels_into(topology, demand, within, levels);
+  return {levels.begin(), levels.begin() + static_cast<std::ptrdiff_t>(count)};
 }
 
 /// Candidate gang domains for `demand` inside `within`, tightest tier first. Each inner vector
@@ -683,7 +728,9 @@ template <CapacityView View>
                                                    DomainId within = Topology::root()) {
   const Topology& topology = view.topology();
   const std::int64_t idle_needed = static_cast<std::int64_t>(demand.replicas) * demand.whole_devices;
-  for (const LevelIndex level : gang_levels(topology, demand, within)) {
+  detail::GangLevels levels;  // filled below (no list is allocated)
+  const std::size_t count = detail::gang_levels_into(topology, demand, within, levels);
+  for (const LevelIndex level : std::span(levels.data(), count)) {
     if (level == topology.level(within)) {  // the tier is `within` alone
       if (auto found = detail::single_replica_by_index(view, demand, within)) {
         if (found->found) return std::move(*found);
