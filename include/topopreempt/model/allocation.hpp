@@ -770,6 +770,7 @@ class Allocation {
   /// Sorted distinct hosts touched by a record.
   [[nodiscard]] std::vector<DomainId> hosts_of(const Record& record) const {
     std::vector<DomainId> hosts;
+    hosts.reserve(record.domains.size());  // one allocation, not one per doubling
     for (DomainId d : record.domains) {
       const DomainId host = topology_->ancestor_at(d, topology_->host_level());
       if (host.valid()) hosts.push_back(host);

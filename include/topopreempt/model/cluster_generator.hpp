@@ -149,7 +149,9 @@ class ClusterFiller {
         schema_(topology_.schema()),
         rack_level_(topology_.level_index("rack")),
         node_level_(topology_.host_level()),
-        numa_level_(topology_.level_index("numa")) {}
+        numa_level_(topology_.level_index("numa")),
+        cpu_dim_(static_cast<Eigen::Index>(schema_.index_of("cpu_milli"))),
+        memory_dim_(static_cast<Eigen::Index>(schema_.index_of("memory_mib"))) {}
 
   void run() {
     const auto nodes = topology_.domains_at(node_level_);
@@ -354,7 +356,7 @@ class ClusterFiller {
     Workload workload = new_workload(kind, priority);
     workload.replicas = replicas;
     workload.demand.whole_devices = gpus;
-    workload.demand.resources = schema_.make({{"cpu_milli", cpu}, {"memory_mib", memory}});
+    workload.demand.resources = cpu_and_memory(cpu, memory);
     const GeneratedModel& model = generated_models[random_.below(generated_models.size())];
     workload.cost.model_id = model.id;
     workload.cost.model_size_gib = model.size_gib;
@@ -377,14 +379,22 @@ class ClusterFiller {
       Workload workload = new_workload("cpu", priority);
       const auto cores = static_cast<Amount>(1 + random_.below(4));
       const auto memory = static_cast<Amount>(4 + 4 * random_.below(4));
-      workload.demand.resources =
-          schema_.make({{"cpu_milli", cores * 1000}, {"memory_mib", memory * 1024}});
+      workload.demand.resources = cpu_and_memory(cores * 1000, memory * 1024);
       workload.replica_scope = TopologyRequirement::guaranteed("numa");
       workload.cost.seconds_since_checkpoint = static_cast<double>(random_.below(1800));
       if (!try_place(workload, numas[random_.below(numas.size())])) {
         (void)try_place(workload, numas[random_.below(numas.size())]);
       }
     }
+  }
+
+  /// `schema_.make({{"cpu_milli", cpu}, {"memory_mib", memory}})` (both >= 0) without its
+  /// name lookups and bookkeeping.
+  ResourceVector cpu_and_memory(Amount cpu, Amount memory) const {
+    ResourceVector resources = schema_.zeros();
+    resources(cpu_dim_) = cpu;
+    resources(memory_dim_) = memory;
+    return resources;
   }
 
   Workload new_workload(const char* kind, std::int32_t priority) {
@@ -419,6 +429,8 @@ class ClusterFiller {
   LevelIndex rack_level_;
   LevelIndex node_level_;
   LevelIndex numa_level_;
+  Eigen::Index cpu_dim_;
+  Eigen::Index memory_dim_;
   std::vector<std::int64_t> target_used_;
   std::uint64_t next_id_ = 1;
 };

@@ -17,10 +17,12 @@
 /// placing replica after replica on hosts not used yet is exact too.
 
 #include <algorithm>
+#include <array>
 #include <concepts>
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,11 +61,13 @@ struct ResolvedDemand {
     const ResourceSchema& schema = topology.schema();
     ResolvedDemand demand;
     demand.whole_devices = workload.demand.whole_devices;
-    const ResourceVector resources =
+    // The demand split by kind: device dimensions into `share`, pooled ones into `pooled`.
+    demand.share =
         workload.demand.resources.size() == 0 ? schema.zeros() : workload.demand.resources;
-    const ResourceVector mask = device_mask(schema);
-    demand.share = resources.cwiseProduct(mask);
-    demand.pooled = resources - demand.share;
+    demand.pooled = demand.share;
+    for (Eigen::Index i = 0; i < demand.share.size(); ++i) {
+      (schema.is_device(static_cast<std::size_t>(i)) ? demand.pooled(i) : demand.share(i)) = 0;
+    }
     demand.has_share = demand.whole_devices == 0 && demand.share.any();
     demand.replicas = workload.replicas;
     demand.distinct_hosts = workload.distinct_hosts && workload.replicas > 1;
@@ -173,16 +177,24 @@ template <CapacityView View>
   return total;
 }
 
+/// Units of `domain` at `unit_level`: its descendants of that level, or itself when below it
+/// (none when its branch skips the level). `units_of` for a demand confined to `unit_level`.
+[[nodiscard]] inline std::span<const DomainId> units_at(const Topology& topology,
+                                                       LevelIndex unit_level,
+                                                       const DomainId& domain) {
+  if (topology.level(domain) >= unit_level) {
+    if (!topology.lies_within_level(domain, unit_level)) return {};
+    return {&domain, 1};
+  }
+  return topology.domains_at(unit_level, domain);
+}
+
 /// Units of `domain` for `demand`: its unit-level descendants, or itself when below that level
 /// (none when its branch skips the level; see `unit_allowed` for the gang level).
 [[nodiscard]] inline std::span<const DomainId> units_of(const Topology& topology,
                                                        const ResolvedDemand& demand,
                                                        const DomainId& domain) {
-  if (topology.level(domain) >= demand.unit_level) {
-    if (!topology.lies_within_level(domain, demand.unit_level)) return {};
-    return {&domain, 1};
-  }
-  return topology.domains_at(demand.unit_level, domain);
+  return units_at(topology, demand.unit_level, domain);
 }
 
 /// Whether a replica may lie in `unit` under the guaranteed gang level: only inside one domain
@@ -197,10 +209,11 @@ template <CapacityView View>
 
 namespace detail {
 
-/// `replicas_that_fit` without anti-affinity: replicas may share a host.
+/// `replicas_that_fit` without anti-affinity (replicas may share a host), with the replicas
+/// confined to domains of `unit_level` instead of `demand.unit_level`.
 template <CapacityView View>
 [[nodiscard]] std::int64_t replicas_that_fit_stacked(const View& view, const ResolvedDemand& demand,
-                                                     DomainId domain) {
+                                                     DomainId domain, LevelIndex unit_level) {
   const Topology& topology = view.topology();
   struct Budget {
     DomainId root;
@@ -210,7 +223,7 @@ template <CapacityView View>
   std::vector<Budget> budgets;
   std::int64_t total = 0;
   const bool device_less = demand.whole_devices == 0 && !demand.has_share;
-  for (DomainId unit : detail::units_of(topology, demand, domain)) {
+  for (DomainId unit : detail::units_at(topology, unit_level, domain)) {
     if (!detail::unit_allowed(topology, demand, unit)) continue;
     std::int64_t fit = detail::device_bound(view, demand, unit);
     // A replica without devices occupies the pools it draws from (`footprint_domain`): it can
@@ -260,6 +273,32 @@ template <CapacityView View>
   return total;
 }
 
+/// `replicas_that_fit` without anti-affinity: replicas may share a host.
+template <CapacityView View>
+[[nodiscard]] std::int64_t replicas_that_fit_stacked(const View& view, const ResolvedDemand& demand,
+                                                     DomainId domain) {
+  return replicas_that_fit_stacked(view, demand, domain, demand.unit_level);
+}
+
+/// `replicas_that_fit` with the replicas confined to domains of `unit_level` instead of
+/// `demand.unit_level` (what a copy of `demand` with that unit level would give, without the
+/// copy).
+template <CapacityView View>
+[[nodiscard]] std::int64_t replicas_that_fit_at(const View& view, const ResolvedDemand& demand,
+                                                DomainId domain, LevelIndex unit_level) {
+  if (!demand.distinct_hosts) return replicas_that_fit_stacked(view, demand, domain, unit_level);
+  const Topology& topology = view.topology();
+  const LevelIndex host_level = topology.host_level();
+  if (topology.level(domain) >= host_level) {
+    return std::min<std::int64_t>(1, replicas_that_fit_stacked(view, demand, domain, unit_level));
+  }
+  std::int64_t total = 0;
+  for (DomainId host : topology.domains_at(host_level, domain)) {
+    total += std::min<std::int64_t>(1, replicas_that_fit_stacked(view, demand, host, unit_level));
+  }
+  return total;
+}
+
 }  // namespace detail
 
 /// How many replicas of `demand` fit inside `domain` as `view` stands (exact under the model
@@ -269,17 +308,7 @@ template <CapacityView View>
 template <CapacityView View>
 [[nodiscard]] std::int64_t replicas_that_fit(const View& view, const ResolvedDemand& demand,
                                              DomainId domain) {
-  if (!demand.distinct_hosts) return detail::replicas_that_fit_stacked(view, demand, domain);
-  const Topology& topology = view.topology();
-  const LevelIndex host_level = topology.host_level();
-  if (topology.level(domain) >= host_level) {
-    return std::min<std::int64_t>(1, detail::replicas_that_fit_stacked(view, demand, domain));
-  }
-  std::int64_t total = 0;
-  for (DomainId host : topology.domains_at(host_level, domain)) {
-    total += std::min<std::int64_t>(1, detail::replicas_that_fit_stacked(view, demand, host));
-  }
-  return total;
+  return detail::replicas_that_fit_at(view, demand, domain, demand.unit_level);
 }
 
 namespace detail {
@@ -287,8 +316,14 @@ namespace detail {
 /// Local free amount of one pool (its own capacity, not its children's).
 template <CapacityView View>
 [[nodiscard]] Amount local_free(const View& view, DomainId pool, std::size_t dim) {
+  const Topology& topology = view.topology();
   Amount free = view.free(pool, dim);
-  for (DomainId child : view.topology().children(pool)) free -= view.free(child, dim);
+  // Children in order, read off the pre-order ids (no list of them is built).
+  const std::uint32_t end = topology.subtree_end(pool).value;
+  for (std::uint32_t child = pool.value + 1; child < end;
+       child = topology.subtree_end(DomainId{child}).value) {
+    free -= view.free(DomainId{child}, dim);
+  }
   return free;
 }
 
@@ -303,9 +338,10 @@ template <CapacityView View>
     const DomainId candidate{d};
     if (topology.is_device(candidate)) continue;
     if (topology.level(candidate) < topology.level(best)) continue;
-    ResolvedDemand probe = demand;
-    probe.unit_level = topology.level(candidate);
-    if (replicas_that_fit(view, probe, candidate) < 1) continue;
+    // One replica of the demand confined to the candidate's level (no copy of it is made).
+    // Stacked: the candidate lies at or below the host level, where anti-affinity allows one
+    // replica exactly when the stacked count does.
+    if (replicas_that_fit_stacked(view, demand, candidate, topology.level(candidate)) < 1) continue;
     if (topology.level(candidate) > topology.level(best) ||
         view.idle_devices(candidate) < view.idle_devices(best)) {
       best = candidate;
@@ -324,10 +360,13 @@ template <CapacityView View>
   std::vector<DomainId> idle;
   const DomainId host = topology.ancestor_at(domain, topology.host_level());
   if (topology.has_affinity(host)) {
-    for (DomainId device : topology.domains_at(topology.device_level(), domain)) {
+    const auto devices = topology.domains_at(topology.device_level(), domain);
+    idle.reserve(devices.size());
+    for (DomainId device : devices) {
       if (view.device_occupancy(device) == 0) idle.push_back(device);
     }
     std::vector<DomainId> chosen;
+    chosen.reserve(std::min(idle.size(), static_cast<std::size_t>(std::max<std::int64_t>(count, 0))));
     while (static_cast<std::int64_t>(chosen.size()) < count) {
       std::size_t best = idle.size();
       double best_score = -std::numeric_limits<double>::infinity();
@@ -348,7 +387,10 @@ template <CapacityView View>
   DomainId within = domain;
   for (bool deeper = true; deeper;) {
     deeper = false;
-    for (DomainId child : topology.children(within)) {
+    // Children in order, read off the pre-order ids (no list of them is built).
+    const std::uint32_t end = topology.subtree_end(within).value;
+    for (std::uint32_t c = within.value + 1; c < end; c = topology.subtree_end(DomainId{c}).value) {
+      const DomainId child{c};
       if (!topology.is_device(child) && view.idle_devices(child) >= count) {
         within = child;
         deeper = true;
@@ -356,7 +398,9 @@ template <CapacityView View>
       }
     }
   }
-  for (DomainId device : topology.domains_at(topology.device_level(), within)) {
+  const auto devices = topology.domains_at(topology.device_level(), within);
+  idle.reserve(std::min(devices.size(), static_cast<std::size_t>(std::max<std::int64_t>(count, 0))));
+  for (DomainId device : devices) {
     if (static_cast<std::int64_t>(idle.size()) == count) break;
     if (view.device_occupancy(device) == 0) idle.push_back(device);
   }
@@ -371,6 +415,9 @@ template <CapacityView View>
   const ResourceSchema& schema = topology.schema();
   const DomainId tight = tightest_domain(view, demand, unit);
   std::vector<PlacementEntry> entries;
+  // Room for the devices and a pool or two per pooled dimension, so that the list rarely grows.
+  entries.reserve(static_cast<std::size_t>(demand.whole_devices) + 1 +
+                  2 * static_cast<std::size_t>(demand.pooled.size()));
   DomainId anchor = tight;
   if (demand.whole_devices > 0) {
     for (DomainId device : choose_devices(view, tight, demand.whole_devices)) {
@@ -401,12 +448,14 @@ template <CapacityView View>
   // Pooled amounts: closest pools to the devices first — the pools of each enclosing domain's
   // subtree, walking up from the anchor (so CPU cores of the GPU's own NUMA node come first).
   std::vector<std::pair<DomainId, ResourceVector>> drawn;
+  std::vector<DomainId> order;  // one list for every dimension: it grows once, not per dimension
   for (Eigen::Index i = 0; i < demand.pooled.size(); ++i) {
     Amount need = demand.pooled(i);
     if (need == 0) continue;
     const auto dim = static_cast<std::size_t>(i);
     const DomainId root = pool_root(topology, tight, dim);
-    std::vector<DomainId> order;
+    order.clear();
+    if (root.valid()) order.reserve(topology.subtree_end(root).value - root.value);
     DomainId covered;  // subtree already listed
     for (DomainId at = anchor; at.valid(); at = topology.parent(at)) {
       if (!topology.contains(root, at)) continue;
@@ -452,9 +501,10 @@ template <CapacityView View>
   const Topology& topology = view.topology();
   OverlayView<View> scratch(view);
   Placement placement;
-  ResolvedDemand single = demand;
-  single.replicas = 1;
-  single.distinct_hosts = false;     // one replica at a time; `used_hosts` keeps them apart
+  placement.replicas.reserve(static_cast<std::size_t>(std::max(demand.replicas, 0)));
+  // One replica at a time, each in one unit (at or below the host level): the stacked count
+  // and `place_one` read neither `replicas` nor `distinct_hosts`, and `used_hosts` keeps the
+  // replicas apart, so `demand` serves as it is (no single-replica copy of it is made).
   std::vector<DomainId> used_hosts;  // with distinct_hosts: hosts already holding a replica
   for (std::int32_t r = 0; r < demand.replicas; ++r) {
     DomainId best;
@@ -465,11 +515,11 @@ template <CapacityView View>
                     topology.ancestor_at(unit, topology.host_level())) != used_hosts.end()) {
         continue;
       }
-      if (replicas_that_fit(scratch, single, unit) < 1) continue;
+      if (detail::replicas_that_fit_stacked(scratch, demand, unit) < 1) continue;
       if (!best.valid() || scratch.idle_devices(unit) < scratch.idle_devices(best)) best = unit;
     }
     if (!best.valid()) return std::nullopt;  // unreachable when the count above is exact
-    ReplicaPlacement replica{detail::place_one(scratch, single, best)};
+    ReplicaPlacement replica{detail::place_one(scratch, demand, best)};
     scratch.consume(replica.entries);
     placement.replicas.push_back(std::move(replica));
     if (demand.distinct_hosts)
@@ -478,20 +528,25 @@ template <CapacityView View>
   return placement;
 }
 
-/// The levels of `gang_tiers(topology, demand, within)`, tightest first, without listing
-/// their domains.
-[[nodiscard]] inline std::vector<LevelIndex> gang_levels(const Topology& topology, const ResolvedDemand& demand,
-                                                         DomainId within) {
-  std::vector<LevelIndex> levels;
+namespace detail {
+
+/// At most one gang tier per level, and a topology has at most 64 levels.
+using GangLevels = std::array<LevelIndex, 64>;
+
+/// `gang_levels` into `levels` (no allocation); returns how many there are.
+[[nodiscard]] inline std::size_t gang_levels_into(const Topology& topology,
+                                                  const ResolvedDemand& demand, DomainId within,
+                                                  GangLevels& levels) {
+  std::size_t count = 0;
   const auto tier_at = [&](LevelIndex level) {
     // Replicas on distinct hosts never share a domain at or below the host level.
     if (demand.distinct_hosts && std::max(level, topology.level(within)) >= topology.host_level()) {
       return;
     }
     if (topology.level(within) >= level) {
-      if (topology.lies_within_level(within, level)) levels.push_back(topology.level(within));
+      if (topology.lies_within_level(within, level)) levels[count++] = topology.level(within);
     } else if (!topology.domains_at(level, within).empty()) {
-      levels.push_back(level);
+      levels[count++] = level;
     }
   };
   if (demand.gang_required) {
@@ -504,7 +559,18 @@ template <CapacityView View>
   } else {
     tier_at(topology.level(within));
   }
-  return levels;
+  return count;
+}
+
+}  // namespace detail
+
+/// The levels of `gang_tiers(topology, demand, within)`, tightest first, without listing
+/// their domains.
+[[nodiscard]] inline std::vector<LevelIndex> gang_levels(const Topology& topology, const ResolvedDemand& demand,
+                                                         DomainId within) {
+  detail::GangLevels levels{};
+  const std::size_t count = detail::gang_levels_into(topology, demand, within, levels);
+  return {levels.begin(), levels.begin() + static_cast<std::ptrdiff_t>(count)};
 }
 
 /// Candidate gang domains for `demand` inside `within`, tightest tier first. Each inner vector
@@ -662,7 +728,9 @@ template <CapacityView View>
                                                    DomainId within = Topology::root()) {
   const Topology& topology = view.topology();
   const std::int64_t idle_needed = static_cast<std::int64_t>(demand.replicas) * demand.whole_devices;
-  for (const LevelIndex level : gang_levels(topology, demand, within)) {
+  detail::GangLevels levels;  // filled below (no list is allocated)
+  const std::size_t count = detail::gang_levels_into(topology, demand, within, levels);
+  for (const LevelIndex level : std::span(levels.data(), count)) {
     if (level == topology.level(within)) {  // the tier is `within` alone
       if (auto found = detail::single_replica_by_index(view, demand, within)) {
         if (found->found) return std::move(*found);
