@@ -596,6 +596,27 @@ struct TierSearch {
         open_group(group, true);
         continue;
       }
+      if (candidates.back().refine) {
+        // Keyed by its rack-gang bound, its per-host bound never taken: listed by the bound it
+        // would have waited by without the rack-gang bound (its rack-level bound when that
+        // cannot win, else its per-host bound), never less than its key, so the closest
+        // competitors are listed, and by the same bounds, as one by one.
+        Candidate item = candidates.back();
+        candidates.pop_back();
+        const double banded = context.index_price_bound_cached(tier_index, tier, item.target,
+                                                               floor, grid, false, cache);
+        const double waited =
+            banded >= best_cost
+                ? banded
+                : std::max(banded, context.per_host_index_bound_cached(tier_index, tier,
+                                                                       item.target, floor, grid,
+                                                                       cache));
+        item.bound = std::max(item.bound, waited);
+        item.refine = false;
+        candidates.push_back(item);
+        std::push_heap(candidates.begin(), candidates.end(), later);
+        continue;
+      }
       log.searched(
           {candidates.back().target,
            candidates.back().read ? Rejection::Kind::bound : Rejection::Kind::bound_unread,
