@@ -6,6 +6,7 @@
 /// a recount of the index's bands, for the same tests.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -114,6 +115,106 @@ template <class Model>
       for (const auto& [entries, price] : options) {
         const std::size_t reached = std::min(size - 1, freed + static_cast<std::size_t>(entries));
         next[reached] = std::min(next[reached], best[freed] + price);
+      }
+    }
+    best = std::move(next);
+  }
+  return best[size - 1];
+}
+
+/// The least cost of any victim set (each eligible victim kept, evicted, or shrunk by any of
+/// its replicas) that frees at least `needs[j]` device entries on `hosts[j]` for every j at
+/// once. A gang readying each of `hosts` for one replica of d devices must free d - idle there,
+/// so no such plan is cheaper: a relaxation of the gang's optimum on those hosts, computed
+/// exactly (a multiple-choice knapsack over the entries freed per host, each capped at its
+/// need), sharing nothing with the index. A victim with more than 16 replicas on the hosts is
+/// taken as freeing what it frees by eviction at its cheapest price (weaker, still a bound).
+template <class Model>
+[[nodiscard]] double least_relaxed_gang_cost(const Allocation& state,
+                                             const std::vector<DomainId>& hosts,
+                                             const std::vector<std::int64_t>& needs,
+                                             std::int32_t priority, const Model& model) {
+  const Topology& topology = state.topology();
+  const std::size_t k = hosts.size();
+  // States: entries freed per host, capped at its need, in mixed radix.
+  std::vector<std::size_t> radix(k);
+  std::size_t size = 1;
+  for (std::size_t j = 0; j < k; ++j) {
+    radix[j] = size;
+    size *= static_cast<std::size_t>(std::max<std::int64_t>(needs[j], 0)) + 1;
+  }
+  const auto advance = [&](std::size_t state_index, const std::vector<std::int64_t>& freed) {
+    std::size_t next = 0;
+    for (std::size_t j = 0; j < k; ++j) {
+      const auto cap = static_cast<std::int64_t>(std::max<std::int64_t>(needs[j], 0));
+      const auto have = static_cast<std::int64_t>(state_index / radix[j] % (static_cast<std::size_t>(cap) + 1));
+      next += static_cast<std::size_t>(std::min(cap, have + freed[j])) * radix[j];
+    }
+    return next;
+  };
+  std::vector<double> best(size, std::numeric_limits<double>::infinity());
+  best[0] = 0.0;
+  for (const WorkloadId id : state.workload_ids()) {
+    const Workload& victim = state.workload(id);
+    if (!victim.preemptible || victim.priority >= priority) continue;
+    std::vector<std::vector<std::int64_t>> relevant;  // per replica on the hosts: its entries
+    std::size_t elsewhere = 0;                         // replicas with no entry on them
+    for (const auto& replica : state.placement(id).replicas) {
+      std::vector<std::int64_t> on(k, 0);
+      bool any = false;
+      for (const auto& entry : replica.entries) {
+        if (!topology.is_device(entry.domain)) continue;
+        for (std::size_t j = 0; j < k; ++j) {
+          if (topology.contains(hosts[j], entry.domain)) {
+            ++on[j];
+            any = true;
+          }
+        }
+      }
+      if (any) {
+        relevant.push_back(std::move(on));
+      } else {
+        ++elsewhere;
+      }
+    }
+    if (relevant.empty()) continue;
+    std::vector<std::pair<std::vector<std::int64_t>, double>> options;  // (freed, price)
+    std::vector<std::int64_t> all(k, 0);
+    for (const auto& on : relevant)
+      for (std::size_t j = 0; j < k; ++j) all[j] += on[j];
+    const double evict = static_cast<double>(model.evict(victim));
+    const std::int32_t shrinkable = victim.shrinkable_replicas();
+    if (relevant.size() > 16) {
+      double cheapest = evict;
+      for (std::int32_t dropped = 1; dropped <= shrinkable; ++dropped)
+        cheapest = std::min(cheapest, static_cast<double>(model.shrink(victim, dropped)));
+      options.emplace_back(all, cheapest);
+    } else {
+      options.emplace_back(all, evict);
+      // Any subset S of the replicas on the hosts, dropped with up to `elsewhere` others: the
+      // cheapest shrink of |S| to |S| + elsewhere replicas.
+      for (std::size_t mask = 1; mask < (std::size_t{1} << relevant.size()); ++mask) {
+        const auto chosen = static_cast<std::int32_t>(std::popcount(mask));
+        if (chosen > shrinkable) continue;
+        double price = std::numeric_limits<double>::infinity();
+        for (std::int32_t dropped = chosen;
+             dropped <= shrinkable && dropped <= chosen + static_cast<std::int32_t>(elsewhere);
+             ++dropped)
+          price = std::min(price, static_cast<double>(model.shrink(victim, dropped)));
+        std::vector<std::int64_t> freed(k, 0);
+        for (std::size_t r = 0; r < relevant.size(); ++r) {
+          if ((mask >> r & 1U) == 0) continue;
+          for (std::size_t j = 0; j < k; ++j) freed[j] += relevant[r][j];
+        }
+        options.emplace_back(std::move(freed), price);
+      }
+    }
+    std::vector<double> next = best;
+    for (std::size_t s = 0; s < size; ++s) {
+      if (!std::isfinite(best[s])) continue;
+      for (const auto& [freed, price] : options) {
+        const std::size_t reached = advance(s, freed);
+        next[reached] = std::min(next[reached], best[s] + price);
       }
     }
     best = std::move(next);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -48,6 +49,29 @@ void check_idle_buckets(const Allocation& state, std::int64_t min_idle) {
     std::sort(expected.begin(), expected.end());
     REQUIRE(met.size() == expected.size());
     for (std::size_t i = 0; i < met.size(); ++i) CHECK(met[i] == expected[i].second);
+    // The largest idle counts of a run of ordinals, and the level's largest device count.
+    const auto domains = topology.domains_at(level);
+    std::uint32_t most_devices = 0;
+    for (const DomainId d : domains) most_devices = std::max(most_devices, topology.device_count(d));
+    CHECK(index.most_devices(level) == most_devices);
+    const std::size_t n = domains.size();
+    for (const auto& [first, last] : {std::pair<std::size_t, std::size_t>{0, n},
+                                      {n / 3, 2 * n / 3 + 1}, {n - 1, n}, {n / 2, n / 2}}) {
+      std::vector<std::int64_t> want;
+      for (std::size_t o = first; o < std::min(last, n); ++o)
+        want.push_back(state.idle_devices(domains[o]));
+      std::sort(want.rbegin(), want.rend());
+      for (const std::size_t count : {std::size_t{1}, std::size_t{2}, std::size_t{3}, n + 1}) {
+        std::vector<std::int64_t> got{-7};  // cleared by the call
+        index.most_idle_counts_in(level, first, std::min(last, n), count, got);
+        const std::vector<std::int64_t> head(
+            want.begin(), want.begin() + static_cast<std::ptrdiff_t>(std::min(count, want.size())));
+        CAPTURE(level);
+        CAPTURE(first);
+        CAPTURE(count);
+        CHECK(got == head);
+      }
+    }
   }
 }
 

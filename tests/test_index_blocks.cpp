@@ -111,6 +111,14 @@ std::vector<std::int32_t> held_priorities(const Allocation& state) {
   return priorities;
 }
 
+/// The indexed decision is the full scan's: status, cost, victims, and every target considered.
+void check_same_decision(const PreemptionPlan& lazy, const PreemptionPlan& eager) {
+  CHECK(lazy.status == eager.status);
+  CHECK(lazy.cost == doctest::Approx(eager.cost));
+  CHECK(lazy.victims == eager.victims);
+  CHECK(lazy.statistics.domains_considered == eager.statistics.domains_considered);
+}
+
 TEST_SUITE("index_blocks") {
   TEST_CASE("blocks gather runs of the root's racks, and only under a parent with many") {
     const GeneratedCluster wide = wide_cluster(block_size * 2 + 3, 1, 1, 0.5);
@@ -240,6 +248,97 @@ TEST_SUITE("index_blocks") {
     CHECK(above_floor > blocks_checked / 4);
   }
 
+  TEST_CASE("a block's and a rack's gang bounds bound every gang plan, under priced models") {
+    // rack16: two replicas of 8 GPUs, each on its own host of one rack. The exact relaxation of
+    // a rack's optimum: over every pair of its hosts, the least cost that frees d - idle on
+    // both at once (test::least_relaxed_gang_cost).
+    using priced_sum = cost::weighted_sum<cost::lost_work, cost::reload_time>;
+    std::size_t blocks_checked = 0;
+    std::size_t above_floor = 0;
+    std::size_t racks_checked = 0;
+    std::size_t racks_above_floor = 0;
+    for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+      const std::size_t per_rack = 2 + seed % 3;
+      const GeneratedCluster cluster =
+          wide_cluster(block_size + 5, per_rack, seed, seed % 3 == 0 ? 1.0 : 0.85 + 0.02 * seed);
+      const Allocation& state = cluster.state;
+      const Topology& topology = state.topology();
+      for (const std::int32_t priority : {generated_priority::preemptor, 700, 400}) {
+        PreemptorSpec spec{PreemptorKind::rack_gang, 16, 2};
+        spec.priority = priority;
+        const Workload preemptor = make_preemptor(spec);
+        const auto check = [&](const auto& model) {
+          using Model = std::decay_t<decltype(model)>;
+          const detail::PreemptionContext<Model> context(state, preemptor, model);
+          const double floor = least_price_of(model);
+          const double grid = cost_grid_of(model);
+          std::size_t gang_tiers = 0;
+          for (const detail::Tier& tier : context.tiers()) {
+            if (!context.gang_blocks(tier)) continue;
+            ++gang_tiers;
+            REQUIRE(tier.demand.replicas == 2);
+            const std::int64_t d = tier.demand.whole_devices;
+            for (std::uint32_t b = 0; b < block_count(state); ++b) {
+              const double bound = context.block_gang_bound(tier, b, floor, grid);
+              CHECK(bound >= floor);
+              above_floor += bound > floor ? 1 : 0;
+              ++blocks_checked;
+              for (const DomainId rack : members_of(state, b)) {
+                if (!std::binary_search(context.targets(tier).begin(),
+                                        context.targets(tier).end(), rack))
+                  continue;
+                INFO(preemptor.label(), " ", Model::name, " seed ", seed, " block ", b, " rack ",
+                     rack.value);
+                // No larger than the rack's own per-host bound, unless that is the floor it
+                // falls back to (too few hosts it can ready: no plan there): so the racks of
+                // an opened block come up in the order they would one by one.
+                const double own = context.per_host_index_bound(tier, rack, floor, grid);
+                CHECK((bound <= own || own == floor));
+                // The same bound from the rack's own bands and hosts (the rack's key until its
+                // per-host bound is taken): no larger either.
+                const double rack_bound = context.target_gang_bound(tier, rack, floor, grid);
+                CHECK(rack_bound >= floor);
+                CHECK((rack_bound <= own || own == floor));
+                racks_above_floor += rack_bound > floor ? 1 : 0;
+                // And a lower bound on every plan in the rack: on each pair of its hosts.
+                const auto hosts = topology.domains_at(topology.host_level(), rack);
+                double least = std::numeric_limits<double>::infinity();
+                bool ready_pair = false;
+                for (std::size_t i = 0; i < hosts.size(); ++i) {
+                  for (std::size_t j = i + 1; j < hosts.size(); ++j) {
+                    const std::vector<DomainId> pair{hosts[i], hosts[j]};
+                    const std::vector<std::int64_t> needs{
+                        std::max<std::int64_t>(0, d - state.idle_devices(hosts[i])),
+                        std::max<std::int64_t>(0, d - state.idle_devices(hosts[j]))};
+                    if (needs[0] == 0 && needs[1] == 0) ready_pair = true;
+                    least = std::min(least, test::least_relaxed_gang_cost(
+                                                state, pair, needs, preemptor.priority, model));
+                  }
+                }
+                // A pair ready already: the floor stands for another dimension's plan.
+                if (ready_pair || !std::isfinite(least)) continue;
+                CHECK(bound <= least);
+                CHECK(rack_bound <= least);
+                CHECK(own <= least);
+                ++racks_checked;
+              }
+            }
+          }
+          CHECK(gang_tiers > 0);
+        };
+        check(priced_sum{});
+        check(cost::lost_work{});
+        check(cost::reload_time{0.5, 0.0});
+        check(cost::priority_weighted{});
+      }
+    }
+    CHECK(blocks_checked > 0);
+    CHECK(racks_checked > blocks_checked);
+    // Not the floor in disguise: most blocks and racks are bounded above it.
+    CHECK(above_floor > blocks_checked / 2);
+    CHECK(racks_above_floor > racks_checked / 2);
+  }
+
   TEST_CASE("decisions through blocks equal the full scan's") {
     const cost::weighted_sum<cost::lost_work, cost::reload_time> priced{};
     const std::array<PreemptorSpec, 8> kinds{{{PreemptorKind::numa, 1},
@@ -269,10 +368,7 @@ TEST_SUITE("index_blocks") {
           const PreemptionPlan eager =
               detail::solve_with("branch_and_bound", state, preemptor, priced, exact, full);
           INFO(preemptor.label(), " seed ", seed);
-          CHECK(lazy.status == eager.status);
-          CHECK(lazy.cost == doctest::Approx(eager.cost));
-          CHECK(lazy.victims == eager.victims);
-          CHECK(lazy.statistics.domains_considered == eager.statistics.domains_considered);
+          check_same_decision(lazy, eager);
           const PreemptionPlan greedy_lazy = detail::solve_with(
               "greedy", state, preemptor, priced, solvers::detail::GreedySearch{}, indexed);
           const PreemptionPlan greedy_eager = detail::solve_with(
@@ -283,6 +379,48 @@ TEST_SUITE("index_blocks") {
       }
     }
     CHECK(decided > 30);  // most decisions preempt
+  }
+
+  TEST_CASE("rack gangs through blocks equal the full scan's, however many hosts a rack has") {
+    // The racks are the targets: the root opens into blocks keyed by the per-host gang bound,
+    // a block into its racks. Racks of 2 to 6 hosts, busy to saturated, priced models.
+    std::size_t decided = 0;
+    std::size_t gang_blocked = 0;
+    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+      const std::size_t per_rack = 2 + seed % 5;
+      const GeneratedCluster cluster = wide_cluster(2 * block_size + 3, per_rack, seed,
+                                                    std::array{0.8, 0.9, 0.95, 1.0}[seed % 4]);
+      const Allocation& state = cluster.state;
+      for (const std::int32_t priority : {generated_priority::preemptor, 700, 400}) {
+        PreemptorSpec spec{PreemptorKind::rack_gang, 16, 2};
+        spec.priority = priority;
+        const Workload preemptor = make_preemptor(spec);
+        const auto decide = [&](const auto& model) {
+          using Model = std::decay_t<decltype(model)>;
+          const detail::PreemptionContext<Model> context(state, preemptor, model);
+          for (const detail::Tier& tier : context.tiers())
+            gang_blocked += context.gang_blocks(tier) ? 1 : 0;
+          detail::SearchLimits indexed;
+          detail::SearchLimits full;
+          full.full_scan = true;
+          const solvers::detail::BranchAndBoundSearch exact(indexed, detail::Clock::now());
+          const PreemptionPlan lazy =
+              detail::solve_with("branch_and_bound", state, preemptor, model, exact, indexed);
+          const PreemptionPlan eager =
+              detail::solve_with("branch_and_bound", state, preemptor, model, exact, full);
+          INFO(preemptor.label(), " ", Model::name, " seed ", seed);
+          check_same_decision(lazy, eager);
+          CHECK(lazy.statistics.domains_pruned + lazy.statistics.domains_solved <=
+                lazy.statistics.domains_considered);
+          decided += lazy.has_victims_plan() ? 1 : 0;
+        };
+        decide(cost::weighted_sum<cost::lost_work, cost::reload_time>{});
+        decide(cost::lost_work{});
+        decide(cost::priority_weighted{});
+      }
+    }
+    CHECK(gang_blocked > 0);
+    CHECK(decided > 24);  // most decisions preempt
   }
 }
 

@@ -147,6 +147,31 @@ class IdleDeviceIndex {
     return -1;  // unreachable: every domain of the level sits in one bucket
   }
 
+  /// The `count` largest idle counts of the domains of `level` (covered) whose ordinals lie in
+  /// [first, last), most first, into `out` (cleared; fewer when the range holds fewer
+  /// domains). Cost: O(buckets + words of the range per non-empty bucket tried), most idle
+  /// first.
+  void most_idle_counts_in(LevelIndex level, std::size_t first, std::size_t last,
+                           std::size_t count, std::vector<std::int64_t>& out) const {
+    out.clear();
+    if (first >= last) return;
+    const Level& indexed = levels_[level_slot_[level]];
+    for (std::uint32_t idle = indexed.max_idle + 1; idle-- > 0 && out.size() < count;) {
+      if (counts_[indexed.count_offset + idle] == 0) continue;
+      const std::uint64_t* bucket = &words_[indexed.word_offset + idle * indexed.words];
+      for (std::size_t w = first / word_bits; w * word_bits < last && out.size() < count; ++w) {
+        const auto here =
+            static_cast<std::size_t>(std::popcount(word_in_range(bucket, w, first, last)));
+        out.insert(out.end(), std::min(here, count - out.size()), static_cast<std::int64_t>(idle));
+      }
+    }
+  }
+
+  /// The largest device count of the domains of `level` (covered).
+  [[nodiscard]] std::uint32_t most_devices(LevelIndex level) const noexcept {
+    return levels_[level_slot_[level]].max_idle;
+  }
+
   /// How many replicas of `per_unit` whole devices the domains of `level` inside `within`
   /// could take at most by their idle devices alone (the sum of idle / per_unit over them),
   /// counted until `enough`: a necessary condition for a gang whose replicas each lie in one

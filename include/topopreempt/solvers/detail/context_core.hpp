@@ -45,6 +45,10 @@ void for_each_prefetching_bands(const Allocation& state, std::span<const DomainI
   }
 }
 
+/// How many capped (rate, entries) terms `PreemptionContext::index_cover` keeps; a band past
+/// them counts as unlimited at its own rate. A cover sums at most this many terms and one more.
+inline constexpr std::size_t index_cover_capped = 8;
+
 /// What the preemption index allows for freeing device entries in one domain
 /// (`PreemptionContext::index_cover`): the least per-victim part over its bands, the least
 /// per-entry cost of the entries (infinite when its bands hold too few), and the terms summed;
@@ -353,6 +357,28 @@ class PreemptionContext {
   /// bound cannot win is dismissed without reading its members' bands.
   [[nodiscard]] double block_price_bound(const Tier& tier, std::uint32_t block, double floor,
                                          double grid) const;
+  /// Whether the targets of `tier` are taken by the preemption index's blocks under the
+  /// per-host gang bound (`block_gang_bound`): for an `IndexPricedModel`, a gang of whole
+  /// devices whose replicas each lie in one host and never two in one (`distinct_hosts`, or 2 x
+  /// devices per replica above every host's), targets the domains right above the hosts and
+  /// right below the root, gathered into blocks (a large cluster's racks: `rack16`).
+  [[nodiscard]] bool gang_blocks(const Tier& tier) const;
+  /// A bound for every gang target of `tier` (`gang_blocks`) among the members of block
+  /// `block`: a plan readies R distinct hosts of one target, each with d idle devices, so it
+  /// frees at least d - idle(h) device entries on each. The R largest idle counts among the
+  /// block's hosts give the R least deficits, each covered by the block's bands
+  /// (`index_cover`, no larger than by any host's), plus one least per-victim part: never more
+  /// than any member's `per_host_index_bound` (its rounding is counted twice over, so that
+  /// where the two agree the block's is the lower), and a lower bound on every plan in it.
+  /// O(hosts' idle buckets + R x block bands): no member's or host's bands are read.
+  [[nodiscard]] double block_gang_bound(const Tier& tier, std::uint32_t block, double floor,
+                                        double grid) const;
+  /// As `block_gang_bound` over one gang target (`per_host_bound_applies`) alone, from its own
+  /// bands and its hosts' idle counts: no host's bands are read, and never more than its
+  /// `per_host_index_bound` (O(idle buckets + R x its bands)). The driver keys a target by it
+  /// until the per-host bound is taken.
+  [[nodiscard]] double target_gang_bound(const Tier& tier, DomainId target, double floor,
+                                         double grid) const;
 
   /// Calls `visit(host)` for each host-level domain that `scope` covers or lies in.
   template <class Visit>
@@ -435,6 +461,14 @@ class PreemptionContext {
   [[nodiscard]] static bool takes_whole_devices(const Tier& tier) {
     return std::find(tier.dims.begin(), tier.dims.end(), whole_device_dim) != tier.dims.end();
   }
+  /// The host-level ordinals [first, last) of the hosts under block b's members (one run).
+  [[nodiscard]] std::pair<std::size_t, std::size_t> block_host_ordinals(std::uint32_t block) const;
+  /// The gang bound over the hosts of ordinals [host_first, host_last) and the bands
+  /// `for_each_band` visits (`block_gang_bound`, `target_gang_bound`).
+  template <class ForEachBand>
+  [[nodiscard]] double gang_bound_over(const Tier& tier, std::size_t host_first,
+                                       std::size_t host_last, ForEachBand&& for_each_band,
+                                       double floor, double grid) const;
   /// The cache entry of `target`, its bounds dropped when what they read changed.
   [[nodiscard]] ScanCache::Entry& bound_entry(std::size_t tier_index, const Tier& tier,
                                               DomainId target, ScanCache& cache) const;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -196,7 +197,12 @@ bool PreemptionContext<Model>::per_host_bound_applies(const Tier& tier, DomainId
       topology_.level(target) >= host_level || topology_.domains_at(host_level, target).empty())
     return false;
   if (demand.distinct_hosts) return true;
-  // Every host holds at most one replica: 2 d devices exceed each host's.
+  // Every host holds at most one replica: 2 d devices exceed each host's. The idle index keeps
+  // the largest device count of any host: when 2 d exceeds it, no host need be read.
+  const auto& idle_index = state_.idle_device_index();
+  if (idle_index.covers(host_level) &&
+      2 * demand.whole_devices > static_cast<std::int64_t>(idle_index.most_devices(host_level)))
+    return true;
   for (const DomainId host : topology_.domains_at(host_level, target)) {
     if (2 * demand.whole_devices <= static_cast<std::int64_t>(topology_.device_count(host)))
       return false;
@@ -662,7 +668,7 @@ IndexCover PreemptionContext<Model>::index_cover_from(ForEachBand&& for_each_ban
     // other entry costs at least the rate of its second least lost work, in any number. The
     // cheapest entries first give the least cost of `need` of them. Kept: a few capped
     // entry counts (a band past them counts as unlimited at its own rate, a weaker claim).
-    constexpr std::size_t kept = 8;
+    constexpr std::size_t kept = index_cover_capped;
     std::array<std::pair<double, double>, kept> capped{};  // (rate, entries at most)
     std::size_t count = 0;
     double open_rate = std::numeric_limits<double>::infinity();  // entries in any number
@@ -742,17 +748,10 @@ double PreemptionContext<Model>::block_price_bound(const Tier& tier, std::uint32
     // host under them (their hosts are one run of ordinals), and the block's bands, folded
     // from the members' as a parent's are (each extreme over a superset of any member's).
     const LevelIndex host_level = topology_.host_level();
-    const auto [first, last] = state_.index_block_ordinals(block);
-    const LevelIndex level = static_cast<LevelIndex>(host_level - 1);
-    const auto members = topology_.domains_at(level).subspan(first, last - first);
     double most_idle = 0.0;
     const auto& idle_index = state_.idle_device_index();
     const auto all_hosts = topology_.domains_at(host_level);
-    const auto first_hosts = topology_.domains_at(host_level, members.front());
-    const auto last_hosts = topology_.domains_at(host_level, members.back());
-    const auto host_first = static_cast<std::size_t>(first_hosts.data() - all_hosts.data());
-    const auto host_last =
-        static_cast<std::size_t>(last_hosts.data() - all_hosts.data()) + last_hosts.size();
+    const auto [host_first, host_last] = block_host_ordinals(block);
     if (idle_index.covers(host_level)) {
       most_idle = static_cast<double>(
           std::max<std::int64_t>(idle_index.most_idle_in(host_level, host_first, host_last), 0));
@@ -769,6 +768,125 @@ double PreemptionContext<Model>::block_price_bound(const Tier& tier, std::uint32
             },
             need, true),
         floor, grid);
+  }
+}
+
+template <CostModel Model>
+std::pair<std::size_t, std::size_t> PreemptionContext<Model>::block_host_ordinals(
+    std::uint32_t block) const {
+  const LevelIndex host_level = topology_.host_level();
+  const auto [first, last] = state_.index_block_ordinals(block);
+  const auto members =
+      topology_.domains_at(static_cast<LevelIndex>(host_level - 1)).subspan(first, last - first);
+  const auto all_hosts = topology_.domains_at(host_level);
+  const auto first_hosts = topology_.domains_at(host_level, members.front());
+  const auto last_hosts = topology_.domains_at(host_level, members.back());
+  return {static_cast<std::size_t>(first_hosts.data() - all_hosts.data()),
+          static_cast<std::size_t>(last_hosts.data() - all_hosts.data()) + last_hosts.size()};
+}
+
+template <CostModel Model>
+bool PreemptionContext<Model>::gang_blocks(const Tier& tier) const {
+  if constexpr (!IndexPricedModel<Model>) {
+    return false;
+  } else {
+    const ResolvedDemand& demand = tier.demand;
+    const LevelIndex host_level = topology_.host_level();
+    if (host_level != 2 || tier.target_level != 1 || !takes_whole_devices(tier) ||
+        demand.replicas < 2 || demand.whole_devices <= 0 || demand.unit_level < host_level)
+      return false;
+    const auto racks = topology_.domains_at(1);
+    if (racks.empty() || state_.index_block_of(racks.front()) == Allocation::index_no_block)
+      return false;
+    if (demand.distinct_hosts) return true;
+    // No host holds two replicas: 2 d devices exceed every host's (the idle index keeps the
+    // level's largest device count; without it, the racks are taken one by one as before).
+    const auto& idle_index = state_.idle_device_index();
+    return idle_index.covers(host_level) &&
+           2 * demand.whole_devices > static_cast<std::int64_t>(idle_index.most_devices(host_level));
+  }
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::block_gang_bound(const Tier& tier, std::uint32_t block,
+                                                  double floor, double grid) const {
+  const auto [host_first, host_last] = block_host_ordinals(block);
+  return gang_bound_over(
+      tier, host_first, host_last,
+      [&](const auto& visit) {
+        state_.for_each_index_block_band(block, preemptor_.priority, visit);
+      },
+      floor, grid);
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::target_gang_bound(const Tier& tier, DomainId target,
+                                                   double floor, double grid) const {
+  const LevelIndex host_level = topology_.host_level();
+  const auto all_hosts = topology_.domains_at(host_level);
+  const auto hosts = topology_.domains_at(host_level, target);
+  const auto host_first = static_cast<std::size_t>(hosts.data() - all_hosts.data());
+  return gang_bound_over(
+      tier, host_first, host_first + hosts.size(),
+      [&](const auto& visit) { state_.for_each_index_band(target, preemptor_.priority, visit); },
+      floor, grid);
+}
+
+template <CostModel Model>
+template <class ForEachBand>
+double PreemptionContext<Model>::gang_bound_over(const Tier& tier, std::size_t host_first,
+                                                 std::size_t host_last,
+                                                 ForEachBand&& for_each_band, double floor,
+                                                 double grid) const {
+  if constexpr (!IndexPricedModel<Model>) {
+    return floor;
+  } else {
+    if (!takes_whole_devices(tier)) return floor;
+    const LevelIndex host_level = topology_.host_level();
+    const auto replicas = static_cast<std::size_t>(tier.demand.replicas);
+    const auto devices = tier.demand.whole_devices;
+    // The R largest idle counts among the hosts: any R distinct hosts among them have no
+    // more, one by one.
+    std::vector<std::int64_t> idle;
+    const auto& idle_index = state_.idle_device_index();
+    if (idle_index.covers(host_level)) {
+      idle_index.most_idle_counts_in(host_level, host_first, host_last, replicas, idle);
+    } else {
+      const auto all_hosts = topology_.domains_at(host_level);
+      for (std::size_t h = host_first; h < host_last; ++h)
+        idle.push_back(static_cast<std::int64_t>(free_in(state_, all_hosts[h], whole_device_dim)));
+      const auto kept = static_cast<std::ptrdiff_t>(std::min(replicas, idle.size()));
+      std::partial_sort(idle.begin(), idle.begin() + kept, idle.end(), std::greater<>());
+      idle.resize(static_cast<std::size_t>(kept));
+    }
+    if (idle.size() < replicas) return floor;  // too few hosts: the checks reject the targets
+    // The bands hold every victim on any of the hosts, and a cover from them is no larger
+    // than one from a host's own (each extreme over a superset), and rises with the need: the
+    // R least deficits, each covered by these bands, bound the R hosts any plan readies (the
+    // per-entry parts of one action's rate add up across hosts, since they count the entries
+    // it frees).
+    double sum = 0.0;
+    double per_victim = std::numeric_limits<double>::infinity();
+    for (const std::int64_t most : idle) {
+      const double need = static_cast<double>(devices - most);
+      if (need <= 0.0) continue;
+      const IndexCover cover = index_cover_from(for_each_band, need, false);
+      // Too few entries for this host's deficit: no target here has R hosts it can ready,
+      // which their own checks find; keep the floor.
+      if (!std::isfinite(cover.cost)) return floor;
+      per_victim = std::min(per_victim, cover.per_victim);
+      sum += cover.cost;
+    }
+    if (!(sum > 0.0) || !std::isfinite(per_victim)) return floor;
+    // Lowered by twice the most roundings a target's `per_host_index_bound` counts (its covers
+    // have at most `index_cover_capped` + 1 terms), and more: where the two agree in exact
+    // arithmetic, this one is the lower, so a target's per-host bound is at least it and the
+    // targets come up in the order they would without it.
+    const double target_roundings =
+        16.0 + 2.0 * static_cast<double>(index_cover_capped + 1 + replicas);
+    const double bound = conservative(per_victim + sum, 2.0 * target_roundings + 16.0);
+    if (!std::isfinite(bound)) return floor;
+    return std::max(floor, on_grid(bound, grid));
   }
 }
 

@@ -156,7 +156,8 @@ struct TierSearch {
     /// taken when it comes up, and most never do.
     bool refine = false;
     /// A group that is a block of the preemption index (`Allocation::index_block_of`): its
-    /// members' targets, `target` its first member, keyed by `block_price_bound`.
+    /// members' targets, `target` its first member, keyed by `block_price_bound` (or by
+    /// `block_gang_bound` when its members are the targets).
     std::uint32_t block = Allocation::index_no_block;
   };
 
@@ -207,6 +208,15 @@ struct TierSearch {
         groups = 1;
         grouped_targets = all;
       }
+    } else if (context.gang_blocks(tier)) {
+      // Priced, a gang of whole hosts in one rack, and the racks gathered into the index's
+      // blocks: each block is a group keyed by its per-host gang bound (`block_gang_bound`),
+      // opened into its racks only when that can still win. A rack's own bounds are at least
+      // its block's, so racks come up in the order they would one by one.
+      by_gang_blocks = true;
+      const auto all = context.targets(tier);
+      const Candidate root{floor, Topology::root(), false, all.size()};
+      (void)push_child_blocks(root, context.topology().domains_at(tier.target_level), all);
     } else {
       // The static capacity check waits until a domain is read: most are never read. Listing
       // them is cheap next to reading one, so it is never cut short: past the deadline the
@@ -361,10 +371,12 @@ struct TierSearch {
         ++statistics.domains_pruned;
         log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
       } else {
-        const double bound =
-            std::max(lower, context.index_price_bound_cached(tier_index, tier, target, floor,
-                                                             grid, false, cache));
+        double bound = std::max(lower, context.index_price_bound_cached(
+                                           tier_index, tier, target, floor, grid, false, cache));
         const bool refine = context.per_host_bound_applies(tier, target);
+        // A gang of whole hosts: until its per-host bound is taken, keyed at least by the
+        // same bound from its own bands and its hosts' idle counts (no host's bands read).
+        if (refine) bound = std::max(bound, context.target_gang_bound(tier, target, floor, grid));
         if (bound > floor || refine) {
           candidates.push_back({bound, target, false, 0, refine});
           std::push_heap(candidates.begin(), candidates.end(), later);
@@ -498,8 +510,9 @@ struct TierSearch {
       const std::size_t count = last - first;
       first = last;
       if (count == 0) continue;
-      Candidate block{std::max(parent.bound, context.block_price_bound(tier, b, floor, grid)),
-                      domains.front(), false, count};
+      const double bound = by_gang_blocks ? context.block_gang_bound(tier, b, floor, grid)
+                                          : context.block_price_bound(tier, b, floor, grid);
+      Candidate block{std::max(parent.bound, bound), domains.front(), false, count};
       block.block = b;
       candidates.push_back(block);
       std::push_heap(candidates.begin(), candidates.end(), later);
@@ -517,11 +530,17 @@ struct TierSearch {
     grouped_targets -= group.members;
     const Topology& topology = context.topology();
     if (group.block != Allocation::index_no_block) {
-      // A block opens into its members, each a group (they lie above the targets: a block's
-      // members are at the level above the hosts, and blocks are only pushed above targets).
+      // A block opens into its members: each a group when they lie above the targets (a
+      // block's members are at the level above the hosts), else the targets themselves
+      // (racks, under the gang bound).
       const auto domains = block_domains(group.block);
-      push_child_groups(group, domains,
-                        targets_between(domains.front(), topology.subtree_end(domains.back())));
+      const auto members =
+          targets_between(domains.front(), topology.subtree_end(domains.back()));
+      if (by_gang_blocks) {
+        open_into_targets(group, members, false, for_listing);
+      } else {
+        push_child_groups(group, domains, members);
+      }
       return;
     }
     const LevelIndex level = topology.level(group.target);
@@ -534,6 +553,13 @@ struct TierSearch {
       if (!push_child_blocks(group, children, members)) push_child_groups(group, children, members);
       return;
     }
+    open_into_targets(group, members, level >= host_level, for_listing);
+  }
+
+  /// Opens `group` into its targets `members` (`on_one_host`: all on one host, admitted
+  /// together; else one by one, their bands fetched ahead). `for_listing`: as `open_group`.
+  void open_into_targets(const Candidate& group, std::span<const DomainId> members,
+                         bool on_one_host, bool for_listing) {
     if (for_listing) {
       for (const DomainId target : members) {
         candidates.push_back(
@@ -545,8 +571,8 @@ struct TierSearch {
       return;
     }
     statistics.domains_considered += members.size();
-    if (level >= host_level) {
-      admit(members, group.bound);  // all on one host
+    if (on_one_host) {
+      admit(members, group.bound);
     } else {
       // Targets far apart in memory: those at the host level have their bands fetched ahead.
       for_each_prefetching_bands(
@@ -568,6 +594,27 @@ struct TierSearch {
         const Candidate group = candidates.back();
         candidates.pop_back();
         open_group(group, true);
+        continue;
+      }
+      if (candidates.back().refine) {
+        // Keyed by its rack-gang bound, its per-host bound never taken: listed by the bound it
+        // would have waited by without the rack-gang bound (its rack-level bound when that
+        // cannot win, else its per-host bound), never less than its key, so the closest
+        // competitors are listed, and by the same bounds, as one by one.
+        Candidate item = candidates.back();
+        candidates.pop_back();
+        const double banded = context.index_price_bound_cached(tier_index, tier, item.target,
+                                                               floor, grid, false, cache);
+        const double waited =
+            banded >= best_cost
+                ? banded
+                : std::max(banded, context.per_host_index_bound_cached(tier_index, tier,
+                                                                       item.target, floor, grid,
+                                                                       cache));
+        item.bound = std::max(item.bound, waited);
+        item.refine = false;
+        candidates.push_back(item);
+        std::push_heap(candidates.begin(), candidates.end(), later);
         continue;
       }
       log.searched(
@@ -659,6 +706,9 @@ struct TierSearch {
   std::vector<Candidate> candidates;  ///< a heap of read domains, unread priced ones, groups
   std::size_t groups = 0;             ///< group candidates in the heap
   std::size_t grouped_targets = 0;    ///< targets they hold
+  /// Blocks are keyed by `block_gang_bound` and open into their members as targets
+  /// (`PreemptionContext::gang_blocks`).
+  bool by_gang_blocks = false;
   /// Unread candidates, ascending id. Their bound is the price floor, so taken cheapest
   /// bound first they come in id order: a cursor replaces a heap.
   std::vector<DomainId> unread;
