@@ -4,12 +4,14 @@
 // whose versions changed.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -77,6 +79,8 @@ void check_same_plan(const PreemptionPlan& warm, const PreemptionPlan& cold) {
   SolverStatistics b = cold.statistics;
   a.seconds = b.seconds = 0.0;
   CHECK(a == b);
+  CHECK(warm.rejected == cold.rejected);  // the listed verdicts, values and order
+  CHECK(warm == cold);                    // every field, the wall time aside
 }
 
 /// One random change: remove a workload (kept aside), shrink an elastic one, or start a removed
@@ -201,6 +205,57 @@ TEST_SUITE("incremental_decider") {
     }
   }
 
+  TEST_CASE("pruned groups listed from kept bounds: sixteen racks, every plan the cold plan") {
+    // The verdicts a plan lists come from opening pruned groups; a group that did not change
+    // lists its targets from the bounds it kept. A stale list would change `rejected` (its
+    // values or order), which `check_same_plan` compares whole.
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    std::uint64_t reused = 0;  // pruned groups listed from what their versions kept
+    std::uint64_t fresh = 0;
+    for (const std::uint64_t seed : {31U, 32U, 33U}) {
+      for (const PreemptorSpec& spec : {PreemptorSpec{PreemptorKind::numa, 1},
+                                        PreemptorSpec{PreemptorKind::nvlink_island, 4},
+                                        PreemptorSpec{PreemptorKind::socket, 4},
+                                        PreemptorSpec{PreemptorKind::node, 8}}) {
+        ClusterSpec cluster_spec;
+        cluster_spec.nodes = 128;
+        cluster_spec.nodes_per_rack = 8;
+        cluster_spec.seed = seed;
+        cluster_spec.elastic_fraction = 0.3;
+        cluster_spec.target_occupancy = spec.gpus == 1 ? 1.0 : 0.95;
+        GeneratedCluster cluster = generate_cluster(cluster_spec);
+        const Workload preemptor = make_preemptor(spec);
+        IncrementalDecider greedy(solvers::greedy.without_text(), model, preemptor);
+        IncrementalDecider exact(solvers::branch_and_bound, model, preemptor);
+        std::vector<std::pair<Workload, Placement>> removed;
+        std::mt19937_64 random(seed * 13 + static_cast<std::uint64_t>(spec.gpus));
+        for (int round = 0; round < 30; ++round) {
+          INFO("seed ", seed, " round ", round, " ", to_string(spec.kind));
+          check_same_plan(greedy.decide(cluster.state),
+                          solvers::greedy.without_text().solve(cluster.state, preemptor, model));
+          check_same_plan(exact.decide(cluster.state),
+                          solvers::branch_and_bound.solve(cluster.state, preemptor, model));
+          // A few changes, or (some rounds) a removal undone at once: a new version, the same
+          // content.
+          const int changes = round % 6 == 5 ? 0 : 1 + static_cast<int>(random() % 3);
+          for (int c = 0; c < changes; ++c) change(cluster.state, removed, random);
+          if (changes == 0 && !cluster.state.workload_ids().empty()) {
+            const WorkloadId id = cluster.state.workload_ids().front();
+            const Workload workload = cluster.state.workload(id);
+            const Placement placement = cluster.state.placement(id);
+            cluster.state.remove(id);
+            cluster.state.add(workload, placement);
+          }
+        }
+        reused += greedy.reused_listings() + exact.reused_listings();
+        fresh += greedy.fresh_listings() + exact.fresh_listings();
+      }
+    }
+    // Both paths taken (a preemptor that fits already lists nothing: NUMA rounds mostly do).
+    CHECK(reused > fresh);
+    CHECK(fresh > 0);
+  }
+
   TEST_CASE("after a change on one host only the bounds of the groups holding it are retaken") {
     ClusterSpec cluster_spec;
     cluster_spec.nodes = 64;
@@ -291,6 +346,22 @@ TEST_SUITE("incremental_decider") {
                 bits(context.group_price_bound(tier, group, floor, grid)));
         }
       }
+      // The bounds a pruned group's targets are listed by, kept by the group's version.
+      const auto& shape = context.tier_shape(cache, t, tier);
+      const auto all = context.targets(tier);
+      std::vector<double> scratch;
+      for (const DomainId group : topology.domains_at(shape.opening_level)) {
+        const auto from = std::lower_bound(all.begin(), all.end(), group);
+        const auto to = std::lower_bound(from, all.end(), topology.subtree_end(group));
+        const std::span<const DomainId> members(from, to);
+        if (members.empty()) continue;
+        INFO("tier ", t, " listed group ", group.value);
+        const auto listed =
+            context.listed_bounds_cached(t, tier, group, members, floor, grid, &cache, scratch);
+        REQUIRE(listed.size() == members.size());
+        for (std::size_t i = 0; i < members.size(); ++i)
+          CHECK(bits(listed[i]) == bits(context.index_price_bound(tier, members[i], floor, grid)));
+      }
     }
   }
 
@@ -316,8 +387,12 @@ TEST_SUITE("incremental_decider") {
           check_kept_bounds(cluster.state, preemptor, model, cache);
           change(cluster.state, removed, random);
         }
-        // Racks are targets of the gang, not groups: only the other kinds take group bounds.
-        if (spec.kind != PreemptorKind::rack_gang) CHECK(cache.group_hits > 0);
+        // Racks are targets of the gang, not groups: only the other kinds take group bounds
+        // (and list a pruned group's targets from what its version kept).
+        if (spec.kind != PreemptorKind::rack_gang) {
+          CHECK(cache.group_hits > 0);
+          CHECK(cache.listed_hits > 0);
+        }
       }
     }
   }

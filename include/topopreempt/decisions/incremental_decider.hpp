@@ -23,8 +23,11 @@ namespace topopreempt {
 /// versions (`Allocation::domain_version`) of the domains the scan depended on, and reads a
 /// domain again only when one of those versions changed. Under a priced model whose targets
 /// are taken by group (racks, then their targets), it also keeps each group's index bound by
-/// the group's version, so a later call takes anew only the bounds of racks that changed. The
-/// searches themselves are redone (they depend on the incumbent of the call).
+/// the group's version, so a later call takes anew only the bounds of racks that changed, and
+/// the bounds of the targets of each group it opens only to list pruned domains (the closest
+/// competitors a plan names), kept by that group's version where the group's subtree holds
+/// every domain those bounds read. The searches themselves are redone (they depend on the
+/// incumbent of the call).
 ///
 /// `decide(state)` returns exactly the plan `solver.solve(state, preemptor, model)` returns
 /// (same victims, placement, cost, status, verdicts and statistics; only
@@ -81,6 +84,11 @@ class IncrementalDecider {
   [[nodiscard]] std::uint64_t reused_group_bounds() const noexcept { return cache_.group_hits; }
   /// Group bounds taken afresh, over the decider's life.
   [[nodiscard]] std::uint64_t fresh_group_bounds() const noexcept { return cache_.group_misses; }
+  /// Pruned groups whose targets' bounds were listed from the cache (the group unchanged), and
+  /// listed afresh, over the decider's life.
+  [[nodiscard]] std::uint64_t reused_listings() const noexcept { return cache_.listed_hits; }
+  /// Pruned groups whose targets' bounds were taken afresh to be listed.
+  [[nodiscard]] std::uint64_t fresh_listings() const noexcept { return cache_.listed_misses; }
 
   /// The preemptor decided for.
   [[nodiscard]] const Workload& preemptor() const noexcept { return preemptor_; }

@@ -14,6 +14,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -262,8 +263,58 @@ const ScanCache::TierShape& PreemptionContext<Model>::tier_shape(ScanCache& cach
     }
     shape.too_small[t] = too_small(tier, all[t]);
   }
+  // Groups open into targets one level above them when the targets are hosts, else at the
+  // host level (`TierSearch::open_group`); a target's index bound reads its row's domains, its
+  // aggregate for whole devices (and, below the host level, its host's bands) and the hosts
+  // below it: local when all lie inside the target's group.
+  shape.opening_level =
+      tier.target_level == host_level ? static_cast<LevelIndex>(host_level - 1) : host_level;
+  shape.local = host_level >= 1 && tier.target_level >= host_level;
+  for (std::size_t t = 0; shape.local && t < all.size(); ++t) {
+    const DomainId group = topology_.ancestor_at(all[t], shape.opening_level);
+    const DomainId* row = shape.domains.data() + t * shape.stride;
+    const auto inside = [&](DomainId d) { return d.valid() && topology_.contains(group, d); };
+    shape.local = group.valid() && std::all_of(row, row + shape.stride, inside) &&
+                  inside(aggregate_domain(all[t], whole_device_dim));
+  }
   shape.ready = true;
   return shape;
+}
+
+template <CostModel Model>
+std::span<const double> PreemptionContext<Model>::listed_bounds_cached(
+    std::size_t tier_index, const Tier& tier, DomainId group, std::span<const DomainId> members,
+    double floor, double grid, ScanCache* cache, std::vector<double>& scratch) const {
+  const auto take = [&](std::vector<double>& out) {
+    out.clear();
+    for (const DomainId target : members)
+      out.push_back(index_price_bound_cached(tier_index, tier, target, floor, grid, true, cache));
+  };
+  if (cache == nullptr) {
+    take(scratch);
+    return scratch;
+  }
+  const ScanCache::TierShape& shape = tier_shape(*cache, tier_index, tier);
+  if (!shape.local || topology_.level(group) != shape.opening_level) {
+    take(scratch);
+    return scratch;
+  }
+  if (cache->listed_bounds.size() <= tier_index) cache->listed_bounds.resize(tier_index + 1);
+  auto& entries = cache->listed_bounds[tier_index];
+  const std::size_t count = topology_.domains_at(shape.opening_level).size();
+  if (entries.size() != count) entries.assign(count, {});
+  ScanCache::ListedBounds& entry = entries[topology_.ordinal(group)];
+  const std::uint64_t version = state_.domain_version(group);
+  if (entry.valid && entry.version == version && entry.bounds.size() == members.size()) {
+    ++cache->listed_hits;
+    return entry.bounds;
+  }
+  entry.valid = false;  // stays so if a bound throws
+  take(entry.bounds);
+  entry.version = version;
+  entry.valid = true;
+  ++cache->listed_misses;
+  return entry.bounds;
 }
 
 template <CostModel Model>

@@ -152,6 +152,12 @@ struct ScanCache {
     std::size_t stride = 0;
     std::vector<DomainId> domains;
     std::vector<std::optional<Shortfall>> too_small;
+    /// The level of the groups that open into the tier's targets (a grouped tier's), and
+    /// whether every domain a target's index bound reads (its reach, aggregate and indexed
+    /// domains, the hosts below it) lies inside its group there: then the group's version
+    /// covers the bounds of all its targets (`listed_bounds`).
+    LevelIndex opening_level = 0;
+    bool local = false;
   };
   std::vector<TierShape> shapes;
   /// A group's index bound (`group_price_bound`), kept with the group's version: a group
@@ -165,6 +171,17 @@ struct ScanCache {
   /// Per tier, per level, per group by ordinal in its level (groups lie at or above the host
   /// level).
   std::vector<std::vector<std::vector<GroupBound>>> group_bounds;
+  /// The index bounds (`index_price_bound`, the per-host part included) of the targets of a
+  /// group at `TierShape::opening_level`, in ascending target id, as `prune_rest` lists a
+  /// pruned group's targets: kept with the group's version, for tiers whose shape is `local`
+  /// (the group's version then covers every domain they read). Per tier, per group by ordinal
+  /// in its level. Taken under `bounds_floor` and `bounds_grid`.
+  struct ListedBounds {
+    std::uint64_t version = 0;
+    bool valid = false;
+    std::vector<double> bounds;
+  };
+  std::vector<std::vector<ListedBounds>> listed_bounds;
   /// The price floor and cost grid every kept bound was taken under (their bits; a NaN bit
   /// pattern at first, which no declared floor has).
   std::uint64_t bounds_floor = ~std::uint64_t{0};
@@ -179,11 +196,14 @@ struct ScanCache {
       for (Entry& entry : entries) entry.banded_valid = entry.per_host_valid = false;
     }
     group_bounds.clear();
+    listed_bounds.clear();
     bounds_floor = floor_bits;
     bounds_grid = grid_bits;
   }
   std::uint64_t group_hits = 0;    ///< group bounds answered from the cache
   std::uint64_t group_misses = 0;  ///< group bounds taken (and stored)
+  std::uint64_t listed_hits = 0;    ///< pruned groups' target bounds answered from the cache
+  std::uint64_t listed_misses = 0;  ///< pruned groups' target bounds taken (and stored)
   std::uint64_t hits = 0;    ///< scans answered from the cache
   std::uint64_t misses = 0;  ///< scans done (and stored)
   /// Scratch of one batch, kept so that a batch (one per host) allocates nothing: the targets

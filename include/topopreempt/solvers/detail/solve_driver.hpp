@@ -561,11 +561,12 @@ struct TierSearch {
   void open_into_targets(const Candidate& group, std::span<const DomainId> members,
                          bool on_one_host, bool for_listing) {
     if (for_listing) {
-      for (const DomainId target : members) {
-        candidates.push_back(
-            {std::max(group.bound, context.index_price_bound_cached(tier_index, tier, target,
-                                                                    floor, grid, true, cache)),
-             target, false});
+      // Kept by the group's version in a decider's cache: a pruned group that did not change
+      // lists its targets without a look at each.
+      const auto bounds = context.listed_bounds_cached(tier_index, tier, group.target, members,
+                                                       floor, grid, cache, listed);
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        candidates.push_back({std::max(group.bound, bounds[i]), members[i], false});
         std::push_heap(candidates.begin(), candidates.end(), later);
       }
       return;
@@ -717,6 +718,7 @@ struct TierSearch {
   ScanWorkspace workspace;
   std::vector<DomainId> batch;
   std::vector<DomainId> same_host;
+  std::vector<double> listed;  ///< scratch of `open_group` for listing
   bool skipped_at_deadline = false;  ///< targets left unread by the time limit (full scan)
   bool cut_short = false;  ///< the deadline left domains of this tier unscanned or unsearched
   std::size_t searched_here = 0;
