@@ -29,6 +29,15 @@ namespace {
 
 constexpr std::uint32_t block_size = detail::PreemptionIndex::block_size;
 
+/// Runs `check` under each of the four price models the bound tests hold the bounds to.
+template <class Check>
+void for_each_bound_model(Check&& check) {
+  check(cost::weighted_sum<cost::lost_work, cost::reload_time>{});
+  check(cost::lost_work{});
+  check(cost::reload_time{0.5, 0.0});
+  check(cost::priority_weighted{});
+}
+
 /// A cluster whose root holds `racks` racks of `per_rack` nodes.
 GeneratedCluster wide_cluster(std::size_t racks, std::size_t per_rack, std::uint64_t seed,
                               double occupancy) {
@@ -182,7 +191,6 @@ TEST_SUITE("index_blocks") {
   }
 
   TEST_CASE("a block's bound bounds every member's targets, under priced models") {
-    using priced_sum = cost::weighted_sum<cost::lost_work, cost::reload_time>;
     const std::array<PreemptorSpec, 4> kinds{{{PreemptorKind::numa, 4},
                                               {PreemptorKind::nvlink_island, 4},
                                               {PreemptorKind::node, 8},
@@ -235,10 +243,7 @@ TEST_SUITE("index_blocks") {
               }
             }
           };
-          check(priced_sum{});
-          check(cost::lost_work{});
-          check(cost::reload_time{0.5, 0.0});
-          check(cost::priority_weighted{});
+          for_each_bound_model(check);
         }
       }
     }
@@ -252,7 +257,6 @@ TEST_SUITE("index_blocks") {
     // rack16: two replicas of 8 GPUs, each on its own host of one rack. The exact relaxation of
     // a rack's optimum: over every pair of its hosts, the least cost that frees d - idle on
     // both at once (test::least_relaxed_gang_cost).
-    using priced_sum = cost::weighted_sum<cost::lost_work, cost::reload_time>;
     std::size_t blocks_checked = 0;
     std::size_t above_floor = 0;
     std::size_t racks_checked = 0;
@@ -326,10 +330,7 @@ TEST_SUITE("index_blocks") {
           }
           CHECK(gang_tiers > 0);
         };
-        check(priced_sum{});
-        check(cost::lost_work{});
-        check(cost::reload_time{0.5, 0.0});
-        check(cost::priority_weighted{});
+        for_each_bound_model(check);
       }
     }
     CHECK(blocks_checked > 0);
