@@ -138,9 +138,11 @@ void run_sequence(const Solver& solver, PreemptorSpec spec, std::uint64_t seed,
   check_same_plan(decider.decide(cluster.state), solver.solve(cluster.state, preemptor, model));
   const std::uint64_t fresh = decider.fresh_reads();
   const std::uint64_t fresh_groups = decider.fresh_group_bounds();
+  const std::uint64_t fresh_admissions = decider.fresh_admissions();
   check_same_plan(decider.decide(cluster.state), solver.solve(cluster.state, preemptor, model));
   CHECK(decider.fresh_reads() == fresh);
   CHECK(decider.fresh_group_bounds() == fresh_groups);
+  CHECK(decider.fresh_admissions() == fresh_admissions);
 }
 
 TEST_SUITE("incremental_decider") {
@@ -212,6 +214,8 @@ TEST_SUITE("incremental_decider") {
     const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
     std::uint64_t reused = 0;  // pruned groups listed from what their versions kept
     std::uint64_t fresh = 0;
+    std::uint64_t reused_admissions = 0;  // opened groups admitted from what their versions kept
+    std::uint64_t fresh_admissions = 0;
     for (const std::uint64_t seed : {31U, 32U, 33U}) {
       for (const PreemptorSpec& spec : {PreemptorSpec{PreemptorKind::numa, 1},
                                         PreemptorSpec{PreemptorKind::nvlink_island, 4},
@@ -249,11 +253,58 @@ TEST_SUITE("incremental_decider") {
         }
         reused += greedy.reused_listings() + exact.reused_listings();
         fresh += greedy.fresh_listings() + exact.fresh_listings();
+        reused_admissions += greedy.reused_admissions() + exact.reused_admissions();
+        fresh_admissions += greedy.fresh_admissions() + exact.fresh_admissions();
       }
     }
     // Both paths taken (a preemptor that fits already lists nothing: NUMA rounds mostly do).
     CHECK(reused > fresh);
     CHECK(fresh > 0);
+    CHECK(reused_admissions > fresh_admissions);
+    CHECK(fresh_admissions > 0);
+  }
+
+  TEST_CASE("admissions kept by a group's version: only the group that changed admits afresh") {
+    // Targets below the host (NVLink islands) open from their host, whole hosts from their
+    // rack: the group whose version the admissions are kept by.
+    for (const PreemptorSpec& spec :
+         {PreemptorSpec{PreemptorKind::nvlink_island, 4}, PreemptorSpec{PreemptorKind::node, 8}}) {
+      INFO(to_string(spec.kind));
+      ClusterSpec cluster_spec;
+      cluster_spec.nodes = 64;
+      cluster_spec.nodes_per_rack = 8;
+      cluster_spec.target_occupancy = 1.0;
+      cluster_spec.seed = 11;
+      GeneratedCluster cluster = generate_cluster(cluster_spec);
+      const Workload preemptor = make_preemptor(spec);
+      const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+      IncrementalDecider decider(solvers::branch_and_bound, model, preemptor);
+      const PreemptionPlan first = decider.decide(cluster.state);
+      REQUIRE(first.has_victims_plan());
+      const std::uint64_t opened = decider.fresh_admissions();
+      REQUIRE(opened > 0);
+      CHECK(decider.reused_admissions() == 0);
+      // Unchanged: every group opened admits its targets as kept.
+      check_same_plan(decider.decide(cluster.state),
+                      solvers::branch_and_bound.solve(cluster.state, preemptor, model));
+      CHECK(decider.fresh_admissions() == opened);
+      CHECK(decider.reused_admissions() == opened);
+      // A workload on the chosen target's host leaves and comes back: the same content under
+      // a new version of its host and rack. The group holding the plan's target opens again
+      // and admits afresh; every other group opened admits as kept.
+      const Topology& topology = cluster.state.topology();
+      const DomainId host = topology.ancestor_at(first.target_domain, topology.host_level());
+      REQUIRE(!cluster.state.occupants(host).empty());
+      const WorkloadId id = cluster.state.occupants(host).front();
+      const Workload workload = cluster.state.workload(id);
+      const Placement placement = cluster.state.placement(id);
+      cluster.state.remove(id);
+      cluster.state.add(workload, placement);
+      check_same_plan(decider.decide(cluster.state),
+                      solvers::branch_and_bound.solve(cluster.state, preemptor, model));
+      CHECK(decider.fresh_admissions() == opened + 1);
+      CHECK(decider.reused_admissions() == 2 * opened - 1);
+    }
   }
 
   TEST_CASE("after a change on one host only the bounds of the groups holding it are retaken") {
@@ -361,6 +412,23 @@ TEST_SUITE("incremental_decider") {
         REQUIRE(listed.size() == members.size());
         for (std::size_t i = 0; i < members.size(); ++i)
           CHECK(bits(listed[i]) == bits(context.index_price_bound(tier, members[i], floor, grid)));
+        // What opening the group admitted, kept by the same version.
+        const auto* admitted =
+            context.admissions_cached(t, tier, group, members, floor, grid, &cache);
+        if (admitted == nullptr) continue;
+        REQUIRE(admitted->size() == members.size());
+        for (std::size_t i = 0; i < members.size(); ++i) {
+          const auto fresh = context.admission(t, tier, members[i], floor, grid, nullptr);
+          CHECK((*admitted)[i].verdict == fresh.verdict);
+          CHECK((*admitted)[i].refine == fresh.refine);
+          CHECK(bits((*admitted)[i].bound) == bits(fresh.bound));
+          if (fresh.verdict != detail::ScanCache::Admission::Verdict::admitted) {
+            CHECK((*admitted)[i].shortfall.dim == fresh.shortfall.dim);
+            CHECK(bits((*admitted)[i].shortfall.have) == bits(fresh.shortfall.have));
+            CHECK(bits((*admitted)[i].shortfall.need) == bits(fresh.shortfall.need));
+            CHECK((*admitted)[i].shortfall.victims == fresh.shortfall.victims);
+          }
+        }
       }
     }
   }
@@ -392,6 +460,7 @@ TEST_SUITE("incremental_decider") {
         if (spec.kind != PreemptorKind::rack_gang) {
           CHECK(cache.group_hits > 0);
           CHECK(cache.listed_hits > 0);
+          CHECK(cache.admission_hits > 0);
         }
       }
     }

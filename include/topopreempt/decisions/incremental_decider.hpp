@@ -89,6 +89,14 @@ class IncrementalDecider {
   [[nodiscard]] std::uint64_t reused_listings() const noexcept { return cache_.listed_hits; }
   /// Pruned groups whose targets' bounds were taken afresh to be listed.
   [[nodiscard]] std::uint64_t fresh_listings() const noexcept { return cache_.listed_misses; }
+  /// Groups opened into their targets that admitted them from the cache (the group unchanged:
+  /// each target's static check, index verdict and index bound as kept), over the decider's
+  /// life.
+  [[nodiscard]] std::uint64_t reused_admissions() const noexcept { return cache_.admission_hits; }
+  /// Groups opened into their targets that admitted them afresh (and kept what they decided).
+  [[nodiscard]] std::uint64_t fresh_admissions() const noexcept {
+    return cache_.admission_misses;
+  }
 
   /// The preemptor decided for.
   [[nodiscard]] const Workload& preemptor() const noexcept { return preemptor_; }

@@ -266,6 +266,22 @@ class PreemptionContext {
                                                              ScanCache* cache,
                                                              std::vector<double>& scratch) const;
 
+  /// What admitting the unread `target` decides (`TierSearch::admit`): its static check, the
+  /// index's verdict, and its index bound (the per-host part aside; for a gang of whole hosts,
+  /// raised by `target_gang_bound` until its per-host bound is taken), each through `cache`
+  /// (may be null).
+  [[nodiscard]] ScanCache::Admission admission(std::size_t tier_index, const Tier& tier,
+                                               DomainId target, double floor, double grid,
+                                               ScanCache* cache) const;
+  /// The admissions (`admission`) of `members`, the targets of `group`, in their order, kept
+  /// in `cache` by the group's version when the group is at the tier's opening level and the
+  /// tier's shape is `local` (the version then covers every domain they read): the same
+  /// admissions as taken afresh. Null (nothing taken) when the cache does not keep them: the
+  /// caller admits the targets one by one.
+  [[nodiscard]] const std::vector<ScanCache::Admission>* admissions_cached(
+      std::size_t tier_index, const Tier& tier, DomainId group, std::span<const DomainId> members,
+      double floor, double grid, ScanCache* cache) const;
+
   /// Whether the targets of `tier` are taken by group (`group_price_bound`): for an
   /// `IndexPricedModel` whose tier needs whole devices, with targets at or below the host level
   /// and at least one level between them and the root.

@@ -318,6 +318,64 @@ std::span<const double> PreemptionContext<Model>::listed_bounds_cached(
 }
 
 template <CostModel Model>
+ScanCache::Admission PreemptionContext<Model>::admission(std::size_t tier_index, const Tier& tier,
+                                                         DomainId target, double floor,
+                                                         double grid, ScanCache* cache) const {
+  using Verdict = ScanCache::Admission::Verdict;
+  ScanCache::Admission out;
+  if (auto shortfall = too_small_cached(tier_index, tier, target, cache)) {
+    out.verdict = Verdict::too_small;
+    out.shortfall = *shortfall;
+    return out;
+  }
+  if (auto shortfall = index_shortfall_cached(tier_index, tier, target, cache)) {
+    out.verdict = Verdict::hopeless;
+    out.shortfall = *shortfall;
+    return out;
+  }
+  out.bound = index_price_bound_cached(tier_index, tier, target, floor, grid, false, cache);
+  out.refine = per_host_bound_applies(tier, target);
+  // A gang of whole hosts: until its per-host bound is taken, keyed at least by the same
+  // bound from its own bands and its hosts' idle counts (no host's bands read).
+  if (out.refine) out.bound = std::max(out.bound, target_gang_bound(tier, target, floor, grid));
+  return out;
+}
+
+template <CostModel Model>
+const std::vector<ScanCache::Admission>* PreemptionContext<Model>::admissions_cached(
+    std::size_t tier_index, const Tier& tier, DomainId group, std::span<const DomainId> members,
+    double floor, double grid, ScanCache* cache) const {
+  if (cache == nullptr) return nullptr;
+  const ScanCache::TierShape& shape = tier_shape(*cache, tier_index, tier);
+  if (!shape.local || topology_.level(group) != shape.opening_level) return nullptr;
+  if (cache->admissions.size() <= tier_index) cache->admissions.resize(tier_index + 1);
+  auto& entries = cache->admissions[tier_index];
+  const std::size_t count = topology_.domains_at(shape.opening_level).size();
+  if (entries.size() != count) entries.assign(count, {});
+  ScanCache::GroupAdmissions& entry = entries[topology_.ordinal(group)];
+  const std::uint64_t version = state_.domain_version(group);
+  if (entry.valid && entry.version == version && entry.targets.size() == members.size()) {
+    ++cache->admission_hits;
+    return &entry.targets;
+  }
+  entry.valid = false;  // stays so if a bound throws
+  entry.targets.resize(members.size());
+  const auto admit = [&](std::size_t i) {
+    entry.targets[i] = admission(tier_index, tier, members[i], floor, grid, cache);
+  };
+  if (topology_.level(group) >= topology_.host_level()) {
+    for (std::size_t i = 0; i < members.size(); ++i) admit(i);
+  } else {
+    // Targets on many hosts, their bands far apart in memory: fetched ahead.
+    for_each_prefetching_bands(state_, members, admit);
+  }
+  entry.version = version;
+  entry.valid = true;
+  ++cache->admission_misses;
+  return &entry.targets;
+}
+
+template <CostModel Model>
 std::uint64_t PreemptionContext<Model>::scan_key(const ScanCache::TierShape& shape,
                                                  std::size_t ordinal, std::size_t dims) const {
   const DomainId* row = shape.domains.data() + ordinal * shape.stride;

@@ -182,6 +182,30 @@ struct ScanCache {
     std::vector<double> bounds;
   };
   std::vector<std::vector<ListedBounds>> listed_bounds;
+  /// What admitting one unread target decided (`TierSearch::admit`): rejected by its static
+  /// capacity (`too_small`) or by the index (`hopeless`, with the shortfall), else its index
+  /// bound (the per-host part aside) and, for a gang of whole hosts, whether its per-host
+  /// bound is still to be taken (`refine`, the bound then raised by `target_gang_bound`). The
+  /// bound the target waits by is this bound and its group's, whichever is larger.
+  struct Admission {
+    enum class Verdict : std::uint8_t { too_small, hopeless, admitted };
+    Verdict verdict = Verdict::admitted;
+    bool refine = false;
+    double bound = 0.0;
+    Shortfall shortfall;  ///< why it was rejected (not `admitted`)
+  };
+  /// The admissions of the targets of a group at `TierShape::opening_level`, in ascending
+  /// target id, as the group opens into them: kept with the group's version, for tiers whose
+  /// shape is `local` (every domain admitting a target reads then lies in its group, so the
+  /// version covers them all). A group that did not change admits its targets without a look
+  /// at each one's static check, index verdict and index bound. Per tier, per group by
+  /// ordinal in its level. Taken under `bounds_floor` and `bounds_grid`.
+  struct GroupAdmissions {
+    std::uint64_t version = 0;
+    bool valid = false;
+    std::vector<Admission> targets;
+  };
+  std::vector<std::vector<GroupAdmissions>> admissions;
   /// The price floor and cost grid every kept bound was taken under (their bits; a NaN bit
   /// pattern at first, which no declared floor has).
   std::uint64_t bounds_floor = ~std::uint64_t{0};
@@ -197,6 +221,7 @@ struct ScanCache {
     }
     group_bounds.clear();
     listed_bounds.clear();
+    admissions.clear();
     bounds_floor = floor_bits;
     bounds_grid = grid_bits;
   }
@@ -204,6 +229,8 @@ struct ScanCache {
   std::uint64_t group_misses = 0;  ///< group bounds taken (and stored)
   std::uint64_t listed_hits = 0;    ///< pruned groups' target bounds answered from the cache
   std::uint64_t listed_misses = 0;  ///< pruned groups' target bounds taken (and stored)
+  std::uint64_t admission_hits = 0;    ///< groups whose targets were admitted from the cache
+  std::uint64_t admission_misses = 0;  ///< groups whose targets were admitted afresh (stored)
   std::uint64_t hits = 0;    ///< scans answered from the cache
   std::uint64_t misses = 0;  ///< scans done (and stored)
   /// Scratch of one batch, kept so that a batch (one per host) allocates nothing: the targets

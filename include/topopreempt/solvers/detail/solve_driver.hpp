@@ -364,28 +364,31 @@ struct TierSearch {
   void admit(std::span<const DomainId> targets, double lower) {
     batch.clear();
     for (const DomainId target : targets) {
-      if (auto shortfall = context.too_small_cached(tier_index, tier, target, cache)) {
-        ++statistics.domains_pruned;
-        log.scanned({target, Rejection::Kind::too_small, *shortfall, 0.0, 0.0, {}});
-      } else if (auto shortfall = context.index_shortfall_cached(tier_index, tier, target, cache)) {
-        ++statistics.domains_pruned;
-        log.scanned({target, Rejection::Kind::hopeless_unread, *shortfall, 0.0, 0.0, {}});
-      } else {
-        double bound = std::max(lower, context.index_price_bound_cached(
-                                           tier_index, tier, target, floor, grid, false, cache));
-        const bool refine = context.per_host_bound_applies(tier, target);
-        // A gang of whole hosts: until its per-host bound is taken, keyed at least by the
-        // same bound from its own bands and its hosts' idle counts (no host's bands read).
-        if (refine) bound = std::max(bound, context.target_gang_bound(tier, target, floor, grid));
-        if (bound > floor || refine) {
-          candidates.push_back({bound, target, false, 0, refine});
-          std::push_heap(candidates.begin(), candidates.end(), later);
-        } else {
-          batch.push_back(target);
-        }
-      }
+      settle(target, context.admission(tier_index, tier, target, floor, grid, cache), lower);
     }
     if (!batch.empty()) scan(std::span<const DomainId>(batch));
+  }
+
+  /// Acts on what admitting `target` decided (`PreemptionContext::admission`), its group's
+  /// bound `lower`: a rejection is logged, a target that waits goes into the heap, one at the
+  /// floor joins `batch`, to be read.
+  void settle(DomainId target, const ScanCache::Admission& admission, double lower) {
+    using Verdict = ScanCache::Admission::Verdict;
+    if (admission.verdict == Verdict::too_small) {
+      ++statistics.domains_pruned;
+      log.scanned({target, Rejection::Kind::too_small, admission.shortfall, 0.0, 0.0, {}});
+    } else if (admission.verdict == Verdict::hopeless) {
+      ++statistics.domains_pruned;
+      log.scanned({target, Rejection::Kind::hopeless_unread, admission.shortfall, 0.0, 0.0, {}});
+    } else {
+      const double bound = std::max(lower, admission.bound);
+      if (bound > floor || admission.refine) {
+        candidates.push_back({bound, target, false, 0, admission.refine});
+        std::push_heap(candidates.begin(), candidates.end(), later);
+      } else {
+        batch.push_back(target);
+      }
+    }
   }
 
   /// Reads the next unread candidates: the one at the cursor, with the following ones on the
@@ -572,6 +575,21 @@ struct TierSearch {
       return;
     }
     statistics.domains_considered += members.size();
+    // Kept by the group's version in a decider's cache: a group that did not change admits
+    // its targets as it did, without a look at each (the same log, heap and reads).
+    if (const auto* kept = context.admissions_cached(tier_index, tier, group.target, members,
+                                                     floor, grid, cache)) {
+      batch.clear();
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        settle(members[i], (*kept)[i], group.bound);
+        if (!on_one_host && !batch.empty()) {
+          scan(std::span<const DomainId>(batch));
+          batch.clear();
+        }
+      }
+      if (!batch.empty()) scan(std::span<const DomainId>(batch));
+      return;
+    }
     if (on_one_host) {
       admit(members, group.bound);
     } else {
