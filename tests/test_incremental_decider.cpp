@@ -139,10 +139,12 @@ void run_sequence(const Solver& solver, PreemptorSpec spec, std::uint64_t seed,
   const std::uint64_t fresh = decider.fresh_reads();
   const std::uint64_t fresh_groups = decider.fresh_group_bounds();
   const std::uint64_t fresh_admissions = decider.fresh_admissions();
+  const std::uint64_t fresh_openings = decider.fresh_openings();
   check_same_plan(decider.decide(cluster.state), solver.solve(cluster.state, preemptor, model));
   CHECK(decider.fresh_reads() == fresh);
   CHECK(decider.fresh_group_bounds() == fresh_groups);
   CHECK(decider.fresh_admissions() == fresh_admissions);
+  CHECK(decider.fresh_openings() == fresh_openings);
 }
 
 TEST_SUITE("incremental_decider") {
@@ -216,6 +218,8 @@ TEST_SUITE("incremental_decider") {
     std::uint64_t fresh = 0;
     std::uint64_t reused_admissions = 0;  // opened groups admitted from what their versions kept
     std::uint64_t fresh_admissions = 0;
+    std::uint64_t reused_openings = 0;  // groups opened into groups from what their versions kept
+    std::uint64_t fresh_openings = 0;
     for (const std::uint64_t seed : {31U, 32U, 33U}) {
       for (const PreemptorSpec& spec : {PreemptorSpec{PreemptorKind::numa, 1},
                                         PreemptorSpec{PreemptorKind::nvlink_island, 4},
@@ -255,6 +259,8 @@ TEST_SUITE("incremental_decider") {
         fresh += greedy.fresh_listings() + exact.fresh_listings();
         reused_admissions += greedy.reused_admissions() + exact.reused_admissions();
         fresh_admissions += greedy.fresh_admissions() + exact.fresh_admissions();
+        reused_openings += greedy.reused_openings() + exact.reused_openings();
+        fresh_openings += greedy.fresh_openings() + exact.fresh_openings();
       }
     }
     // Both paths taken (a preemptor that fits already lists nothing: NUMA rounds mostly do).
@@ -262,6 +268,58 @@ TEST_SUITE("incremental_decider") {
     CHECK(fresh > 0);
     CHECK(reused_admissions > fresh_admissions);
     CHECK(fresh_admissions > 0);
+    CHECK(reused_openings > 0);
+    CHECK(fresh_openings > 0);
+  }
+
+  TEST_CASE("openings kept by version: racks in index blocks, every plan the cold plan") {
+    // Forty racks: the root opens into blocks of sixteen racks, a block into its racks (kept
+    // by a digest of their versions), a rack into its hosts (kept by its version). A stale
+    // opening would push other bounds or counts, and move the search or the listed verdicts.
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    for (const std::uint64_t seed : {41U, 42U}) {
+      for (const PreemptorSpec& spec : {PreemptorSpec{PreemptorKind::numa, 4},
+                                        PreemptorSpec{PreemptorKind::nvlink_island, 4},
+                                        PreemptorSpec{PreemptorKind::socket, 4},
+                                        PreemptorSpec{PreemptorKind::node, 8}}) {
+        ClusterSpec cluster_spec;
+        cluster_spec.nodes = 160;
+        cluster_spec.nodes_per_rack = 4;
+        cluster_spec.seed = seed;
+        cluster_spec.elastic_fraction = 0.3;
+        cluster_spec.target_occupancy = 0.97;
+        GeneratedCluster cluster = generate_cluster(cluster_spec);
+        const Workload preemptor = make_preemptor(spec);
+        const auto greedy = solvers::greedy.without_text();
+        detail::ScanCache greedy_cache;
+        detail::ScanCache exact_cache;
+        std::vector<std::pair<Workload, Placement>> removed;
+        std::mt19937_64 random(seed * 17 + static_cast<std::uint64_t>(spec.gpus));
+        for (int round = 0; round < 20; ++round) {
+          INFO("seed ", seed, " round ", round, " ", to_string(spec.kind));
+          check_same_plan(greedy.solve(cluster.state, preemptor, model, greedy_cache),
+                          greedy.solve(cluster.state, preemptor, model));
+          check_same_plan(
+              solvers::branch_and_bound.solve(cluster.state, preemptor, model, exact_cache),
+              solvers::branch_and_bound.solve(cluster.state, preemptor, model));
+          const int changes = 1 + static_cast<int>(random() % 3);
+          for (int c = 0; c < changes; ++c) change(cluster.state, removed, random);
+        }
+        INFO("seed ", seed, " ", to_string(spec.kind));
+        CHECK(greedy_cache.opening_hits + exact_cache.opening_hits > 0);
+        CHECK(greedy_cache.opening_misses + exact_cache.opening_misses > 0);
+        // Blocks were opened and kept (the root's children are blocks of racks).
+        const auto kept_block = [](const detail::ScanCache& cache) {
+          for (const auto& entries : cache.block_openings) {
+            for (const auto& entry : entries) {
+              if (entry.valid) return true;
+            }
+          }
+          return false;
+        };
+        CHECK((kept_block(greedy_cache) || kept_block(exact_cache)));
+      }
+    }
   }
 
   TEST_CASE("admissions kept by a group's version: only the group that changed admits afresh") {
@@ -289,6 +347,8 @@ TEST_SUITE("incremental_decider") {
                       solvers::branch_and_bound.solve(cluster.state, preemptor, model));
       CHECK(decider.fresh_admissions() == opened);
       CHECK(decider.reused_admissions() == opened);
+      const std::uint64_t openings = decider.fresh_openings();
+      CHECK(decider.reused_openings() == openings);  // every group opened into groups before
       // A workload on the chosen target's host leaves and comes back: the same content under
       // a new version of its host and rack. The group holding the plan's target opens again
       // and admits afresh; every other group opened admits as kept.
@@ -304,6 +364,9 @@ TEST_SUITE("incremental_decider") {
                       solvers::branch_and_bound.solve(cluster.state, preemptor, model));
       CHECK(decider.fresh_admissions() == opened + 1);
       CHECK(decider.reused_admissions() == 2 * opened - 1);
+      // The root changed, and for islands the rack holding the host (opened into hosts).
+      CHECK(decider.fresh_openings() - openings >= 1);
+      CHECK(decider.fresh_openings() - openings <= 2);
     }
   }
 

@@ -97,6 +97,11 @@ class IncrementalDecider {
   [[nodiscard]] std::uint64_t fresh_admissions() const noexcept {
     return cache_.admission_misses;
   }
+  /// Groups (and index blocks) opened into the groups one level down from the cache (the
+  /// group unchanged: each child's bound and target count as kept), over the decider's life.
+  [[nodiscard]] std::uint64_t reused_openings() const noexcept { return cache_.opening_hits; }
+  /// Groups (and index blocks) opened into the groups one level down afresh (and kept).
+  [[nodiscard]] std::uint64_t fresh_openings() const noexcept { return cache_.opening_misses; }
 
   /// The preemptor decided for.
   [[nodiscard]] const Workload& preemptor() const noexcept { return preemptor_; }

@@ -206,6 +206,28 @@ struct ScanCache {
     std::vector<Admission> targets;
   };
   std::vector<std::vector<GroupAdmissions>> admissions;
+  /// What opening a group (or an index block) into the groups one level down pushed
+  /// (`TierSearch::push_child_groups`): per child, its own bound (`group_price_bound`, before
+  /// the parent's is taken into it), the child and how many of the tier's targets it holds.
+  /// Kept by the opened group's version, or for a block by a digest of its domains' versions:
+  /// either covers every child's bound, and the counts are the topology's. A group that did
+  /// not change opens without a look at each child's version, count or bands. 16 bytes a
+  /// child, so at most one entry per group and block of the topology.
+  struct Opening {
+    struct Child {
+      double bound = 0.0;
+      DomainId child;
+      std::uint32_t members = 0;
+    };
+    std::uint64_t key = 0;
+    bool valid = false;
+    DomainId first;  ///< the first child, so that a block's entry is for the same domains
+    std::vector<Child> children;
+  };
+  /// Per tier: openings of groups, per level and ordinal in it (`group_openings`), and of
+  /// index blocks, per block (`block_openings`). Taken under `bounds_floor` and `bounds_grid`.
+  std::vector<std::vector<std::vector<Opening>>> group_openings;
+  std::vector<std::vector<Opening>> block_openings;
   /// The price floor and cost grid every kept bound was taken under (their bits; a NaN bit
   /// pattern at first, which no declared floor has).
   std::uint64_t bounds_floor = ~std::uint64_t{0};
@@ -222,6 +244,8 @@ struct ScanCache {
     group_bounds.clear();
     listed_bounds.clear();
     admissions.clear();
+    group_openings.clear();
+    block_openings.clear();
     bounds_floor = floor_bits;
     bounds_grid = grid_bits;
   }
@@ -231,6 +255,8 @@ struct ScanCache {
   std::uint64_t listed_misses = 0;  ///< pruned groups' target bounds taken (and stored)
   std::uint64_t admission_hits = 0;    ///< groups whose targets were admitted from the cache
   std::uint64_t admission_misses = 0;  ///< groups whose targets were admitted afresh (stored)
+  std::uint64_t opening_hits = 0;    ///< groups opened into their children from the cache
+  std::uint64_t opening_misses = 0;  ///< groups opened into their children afresh (stored)
   std::uint64_t hits = 0;    ///< scans answered from the cache
   std::uint64_t misses = 0;  ///< scans done (and stored)
   /// Scratch of one batch, kept so that a batch (one per host) allocates nothing: the targets

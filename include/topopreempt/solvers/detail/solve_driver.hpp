@@ -476,6 +476,19 @@ struct TierSearch {
   void push_child_groups(const Candidate& parent, std::span<const DomainId> children,
                          std::span<const DomainId> members) {
     const Topology& topology = context.topology();
+    std::uint64_t key = 0;
+    ScanCache::Opening* const kept = opening_of(parent, children, key);
+    if (kept != nullptr && kept->valid && kept->key == key && kept->first == children.front()) {
+      // Unchanged since it was kept: the same children, bounds and counts, pushed in order.
+      ++cache->opening_hits;
+      for (const ScanCache::Opening::Child& child : kept->children)
+        push_child_group(parent, child.child, child.bound, child.members);
+      return;
+    }
+    if (kept != nullptr) {
+      kept->valid = false;  // stays so if a bound throws
+      kept->children.clear();
+    }
     std::size_t first = 0;
     for_each_prefetching_bands(state, children, [&](std::size_t i) {
       const DomainId child = children[i];
@@ -483,14 +496,54 @@ struct TierSearch {
       const std::size_t count = last - first;
       first = last;
       if (count == 0) return;
-      candidates.push_back(
-          {std::max(parent.bound, context.group_price_bound_cached(tier_index, tier, child,
-                                                                   floor, grid, cache)),
-           child, false, count});
-      std::push_heap(candidates.begin(), candidates.end(), later);
-      ++groups;
-      grouped_targets += count;
+      const double bound =
+          context.group_price_bound_cached(tier_index, tier, child, floor, grid, cache);
+      push_child_group(parent, child, bound, count);
+      if (kept != nullptr)
+        kept->children.push_back({bound, child, static_cast<std::uint32_t>(count)});
     });
+    if (kept != nullptr) {
+      kept->key = key;
+      kept->first = children.front();
+      kept->valid = true;
+      ++cache->opening_misses;
+    }
+  }
+
+  /// Pushes `child`, holding `count` targets, as a group keyed by its own bound `bound` or
+  /// its parent's, whichever is larger.
+  void push_child_group(const Candidate& parent, DomainId child, double bound, std::size_t count) {
+    candidates.push_back({std::max(parent.bound, bound), child, false, count});
+    std::push_heap(candidates.begin(), candidates.end(), later);
+    ++groups;
+    grouped_targets += count;
+  }
+
+  /// The entry of a decider's cache that keeps what opening `parent` (a group, or an index
+  /// block) into `children` pushes, and in `key` what it is kept by: the group's version, or
+  /// a digest of the block's domains' versions (a block is no domain). Null without a cache.
+  ScanCache::Opening* opening_of(const Candidate& parent, std::span<const DomainId> children,
+                                 std::uint64_t& key) {
+    if (cache == nullptr || children.empty()) return nullptr;
+    if (parent.block != Allocation::index_no_block) {
+      if (cache->block_openings.size() <= tier_index) cache->block_openings.resize(tier_index + 1);
+      auto& entries = cache->block_openings[tier_index];
+      if (entries.size() <= parent.block) entries.resize(std::size_t{parent.block} + 1);
+      key = 0x626c6f636bULL;
+      for (const DomainId child : children)
+        key = key * 0x9e3779b97f4a7c15ULL ^ state.domain_version(child);
+      return &entries[parent.block];
+    }
+    const Topology& topology = context.topology();
+    if (cache->group_openings.size() <= tier_index) cache->group_openings.resize(tier_index + 1);
+    auto& levels = cache->group_openings[tier_index];
+    const LevelIndex level = topology.level(parent.target);
+    if (levels.size() <= level) levels.resize(level + 1);
+    auto& entries = levels[level];
+    const std::size_t count = topology.domains_at(level).size();
+    if (entries.size() != count) entries.assign(count, {});
+    key = state.domain_version(parent.target);
+    return &entries[topology.ordinal(parent.target)];
   }
 
   /// Pushes `children` (as `push_child_groups`) gathered by the preemption index's blocks,
