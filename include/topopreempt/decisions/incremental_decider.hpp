@@ -26,16 +26,23 @@ namespace topopreempt {
 /// the group's version, so a later call takes anew only the bounds of racks that changed, and
 /// the bounds of the targets of each group it opens only to list pruned domains (the closest
 /// competitors a plan names), kept by that group's version where the group's subtree holds
-/// every domain those bounds read. The searches themselves are redone (they depend on the
-/// incumbent of the call).
+/// every domain those bounds read. Under the same condition it keeps what opening such a group
+/// admitted (each target's static verdict, index verdict and index bound: 48 bytes a target,
+/// 40 a group), and for every group and index block what opening it into the groups a level
+/// down pushed (each child's bound and target count: 16 bytes a child, 40 an opening), by the
+/// group's version or a digest of the block's domains' versions: an unchanged group admits
+/// its targets, or opens, without a look at each. All of it is bounded by the topology (one
+/// entry per target, group and block per tier), never by the number of calls. The searches
+/// themselves are redone (they depend on the incumbent of the call).
 ///
 /// `decide(state)` returns exactly the plan `solver.solve(state, preemptor, model)` returns
 /// (same victims, placement, cost, status, verdicts and statistics; only
 /// `statistics.seconds` differs). Prices are checked as scans read them, so reused scans need
-/// no check, and "fits already" is the cold, index-backed answer. A call still visits what the
-/// cold call visits (each group it opens, each candidate domain it admits) to compare versions,
-/// and redoes the searches, so a call after k changes costs those cheap steps plus the bounds
-/// and reads of the changed domains and the searches. Results are reused across states of one
+/// no check, and "fits already" is the cold, index-backed answer. A call still opens the
+/// groups the cold call opens, comparing one version per group (and per child of a changed
+/// one, per target of a changed group it admits), and redoes the searches, so a call after k
+/// changes costs those steps plus the bounds and reads of the changed domains and the
+/// searches. Results are reused across states of one
 /// topology: a state on another topology resets the cache. Versions are digests of each
 /// subtree's change history, so decisions on copies of a state reuse each other's results
 /// correctly (copies that applied the same changes share versions).
