@@ -609,7 +609,25 @@ double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId
   const LevelIndex host_level = topology_.host_level();
   const double devices = static_cast<double>(tier.demand.whole_devices);
   const auto replicas = static_cast<std::size_t>(tier.demand.replicas);
+  // The R least host costs. Most gangs take one or two hosts: kept in two registers then (no
+  // vector, no selection); more, gathered and selected.
+  constexpr std::size_t registered = 2;
+  const bool few = replicas <= registered;
+  double least = std::numeric_limits<double>::infinity();
+  double second = std::numeric_limits<double>::infinity();
+  std::size_t finite = 0;  // hosts that can take a replica
   std::vector<double> costs;
+  const auto keep = [&](double cost) {
+    ++finite;
+    if (!few) {
+      costs.push_back(cost);
+    } else if (cost < least) {
+      second = least;
+      least = cost;
+    } else if (cost < second) {
+      second = cost;
+    }
+  };
   double per_victim = std::numeric_limits<double>::infinity();
   std::size_t most_terms = 0;  // additions in one host's cover, for the rounding count
   const auto hosts = topology_.domains_at(host_level, target);
@@ -619,19 +637,25 @@ double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId
     const DomainId host = hosts[i];
     const double need = devices - free_in(state_, host, whole_device_dim);
     if (need <= 0.0) {
-      costs.push_back(0.0);
+      keep(0.0);
       return;
     }
     const IndexCover cover = index_cover(host, need, false);
     per_victim = std::min(per_victim, cover.per_victim);
     most_terms = std::max(most_terms, cover.terms);
-    if (std::isfinite(cover.cost)) costs.push_back(cover.cost);
+    if (std::isfinite(cover.cost)) keep(cover.cost);
   });
-  if (costs.size() < replicas) return floor;  // the scan or the search finds no plan
-  std::nth_element(costs.begin(), costs.begin() + static_cast<std::ptrdiff_t>(replicas - 1),
-                   costs.end());
+  if (finite < replicas) return floor;  // the scan or the search finds no plan
   double sum = 0.0;
-  for (std::size_t i = 0; i < replicas; ++i) sum += costs[i];
+  if (few) {
+    // The same sum as the selection's: 0 + least (+ second), the multiset of the R least.
+    if (replicas >= 1) sum += least;
+    if (replicas == 2) sum += second;
+  } else {
+    std::nth_element(costs.begin(), costs.begin() + static_cast<std::ptrdiff_t>(replicas - 1),
+                     costs.end());
+    for (std::size_t i = 0; i < replicas; ++i) sum += costs[i];
+  }
   if (!(sum > 0.0)) return floor;  // every host ready already: no victim is implied
   if (!std::isfinite(per_victim)) return floor;
   const double bound =
