@@ -921,18 +921,29 @@ double PreemptionContext<Model>::gang_bound_over(const Tier& tier, std::size_t h
     const auto replicas = static_cast<std::size_t>(tier.demand.replicas);
     const auto devices = tier.demand.whole_devices;
     // The R largest idle counts among the hosts: any R distinct hosts among them have no
-    // more, one by one.
-    std::vector<std::int64_t> idle;
+    // more, one by one. A few (the usual gang) go on the stack: this runs once per rack.
+    constexpr std::size_t on_stack = 8;
+    std::array<std::int64_t, on_stack> few_idle{};
+    std::vector<std::int64_t> many_idle;
+    std::span<const std::int64_t> idle;
     const auto& idle_index = state_.idle_device_index();
-    if (idle_index.covers(host_level)) {
-      idle_index.most_idle_counts_in(host_level, host_first, host_last, replicas, idle);
+    if (idle_index.covers(host_level) && replicas <= on_stack) {
+      idle = std::span<const std::int64_t>(few_idle).first(idle_index.most_idle_counts_in(
+          host_level, host_first, host_last, std::span<std::int64_t>(few_idle).first(replicas)));
+    } else if (idle_index.covers(host_level)) {
+      idle_index.most_idle_counts_in(host_level, host_first, host_last, replicas, many_idle);
+      idle = many_idle;
     } else {
+      std::vector<std::int64_t>& idle_counts = many_idle;
       const auto all_hosts = topology_.domains_at(host_level);
       for (std::size_t h = host_first; h < host_last; ++h)
-        idle.push_back(static_cast<std::int64_t>(free_in(state_, all_hosts[h], whole_device_dim)));
-      const auto kept = static_cast<std::ptrdiff_t>(std::min(replicas, idle.size()));
-      std::partial_sort(idle.begin(), idle.begin() + kept, idle.end(), std::greater<>());
-      idle.resize(static_cast<std::size_t>(kept));
+        idle_counts.push_back(
+            static_cast<std::int64_t>(free_in(state_, all_hosts[h], whole_device_dim)));
+      const auto kept = static_cast<std::ptrdiff_t>(std::min(replicas, idle_counts.size()));
+      std::partial_sort(idle_counts.begin(), idle_counts.begin() + kept, idle_counts.end(),
+                        std::greater<>());
+      idle_counts.resize(static_cast<std::size_t>(kept));
+      idle = idle_counts;
     }
     if (idle.size() < replicas) return floor;  // too few hosts: the checks reject the targets
     // The bands hold every victim on any of the hosts, and a cover from them is no larger
