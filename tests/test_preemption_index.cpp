@@ -208,6 +208,38 @@ TEST_SUITE("preemption_index") {
     }
   }
 
+  TEST_CASE("a host's band digest answers as its rows, past its few bands and after removals") {
+    // The digest keeps a host's first 4 device-holding bands: a host with more answers a
+    // preemptor above the 4th from its rows, one below it from the digest, and every change
+    // rewrites it. Six priorities over one host's 8 GPUs, checkpoints apart so that removals
+    // move the extremes.
+    ClusterSpec spec;
+    spec.nodes = 2;
+    spec.nodes_per_rack = 2;
+    spec.target_occupancy = 0.0;
+    spec.cpu_only_per_node = 0.0;
+    const GeneratedCluster cluster = generate_cluster(spec);
+    Allocation state(cluster.topology);
+    std::vector<std::int32_t> priorities{std::numeric_limits<std::int32_t>::min(), 0};
+    for (std::uint64_t id = 1; id <= 12; ++id) {
+      const auto priority = static_cast<std::int32_t>(10 * (1 + id % 6));
+      Workload job = test::gpu_job(id, priority, 1);
+      job.cost.seconds_since_checkpoint = 50.0 * static_cast<double>(id);
+      job.cost.model_size_gib = static_cast<double>(id);
+      (void)test::start(state, job);
+      priorities.push_back(priority);
+      priorities.push_back(priority + 1);
+    }
+    std::sort(priorities.begin(), priorities.end());
+    priorities.erase(std::unique(priorities.begin(), priorities.end()), priorities.end());
+    check_index(state, priorities);
+    for (const std::uint64_t id : {3U, 9U, 1U, 7U, 12U, 2U, 6U}) {
+      state.remove(WorkloadId{id});
+      INFO("removed ", id);
+      check_index(state, priorities);
+    }
+  }
+
   TEST_CASE("the index depends on the state, not on the order it was built in") {
     ClusterSpec spec;
     spec.nodes = 4;

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "topopreempt/model/topology.hpp"
@@ -153,18 +154,30 @@ class IdleDeviceIndex {
   /// first.
   void most_idle_counts_in(LevelIndex level, std::size_t first, std::size_t last,
                            std::size_t count, std::vector<std::int64_t>& out) const {
-    out.clear();
-    if (first >= last) return;
+    out.resize(count);
+    out.resize(most_idle_counts_in(level, first, last, out));
+  }
+  /// As above, into `out` (at most `out.size()` of them, `out.size()` the count asked), without
+  /// allocating; returns how many it wrote.
+  std::size_t most_idle_counts_in(LevelIndex level, std::size_t first, std::size_t last,
+                                  std::span<std::int64_t> out) const noexcept {
+    std::size_t written = 0;
+    const std::size_t count = out.size();
+    if (first >= last) return written;
     const Level& indexed = levels_[level_slot_[level]];
-    for (std::uint32_t idle = indexed.max_idle + 1; idle-- > 0 && out.size() < count;) {
+    for (std::uint32_t idle = indexed.max_idle + 1; idle-- > 0 && written < count;) {
       if (counts_[indexed.count_offset + idle] == 0) continue;
       const std::uint64_t* bucket = &words_[indexed.word_offset + idle * indexed.words];
-      for (std::size_t w = first / word_bits; w * word_bits < last && out.size() < count; ++w) {
+      for (std::size_t w = first / word_bits; w * word_bits < last && written < count; ++w) {
         const auto here =
             static_cast<std::size_t>(std::popcount(word_in_range(bucket, w, first, last)));
-        out.insert(out.end(), std::min(here, count - out.size()), static_cast<std::int64_t>(idle));
+        const std::size_t taken = std::min(here, count - written);
+        std::fill_n(out.begin() + static_cast<std::ptrdiff_t>(written), taken,
+                    static_cast<std::int64_t>(idle));
+        written += taken;
       }
     }
+    return written;
   }
 
   /// The largest device count of the domains of `level` (covered).

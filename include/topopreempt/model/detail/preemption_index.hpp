@@ -67,6 +67,7 @@ class PreemptionIndex {
     first_host_slot_ = level_offset_[topology.host_level()];
     make_blocks(topology);
     rows_.resize(first_block_slot_ + block_start_.size());
+    digests_.resize(topology.domains_at(topology.host_level()).size());
   }
 
   /// Marks "no block" (`block_of`).
@@ -121,7 +122,9 @@ class PreemptionIndex {
   template <class Visitor>
   void for_each_band(const Topology& topology, DomainId d, std::int32_t priority,
                      Visitor&& visit) const {
-    visit_bands(slot(topology, d), priority, std::forward<Visitor>(visit));
+    const std::size_t at = slot(topology, d);
+    if (is_host_slot(at) && visit_digest(digests_[at - first_host_slot_], priority, visit)) return;
+    visit_bands(at, priority, std::forward<Visitor>(visit));
   }
 
   /// A hint that d's bands (d at or above the host level; else nothing) will be read soon: a
@@ -134,7 +137,15 @@ class PreemptionIndex {
   void prefetch(const Topology& topology, DomainId d) const noexcept {
 #if defined(__GNUC__) || defined(__clang__)
     if (topology.level(d) > topology.host_level()) return;
-    const auto& rows = rows_[level_offset_[topology.level(d)] + topology.ordinal(d)];
+    const std::size_t at = level_offset_[topology.level(d)] + topology.ordinal(d);
+    if (is_host_slot(at)) {
+      // The host's digest, which its bands are read from (`for_each_band`): its few lines.
+      const auto* digest = reinterpret_cast<const char*>(&digests_[at - first_host_slot_]);
+      for (std::size_t byte = 0; byte < sizeof(HostDigest); byte += 64)
+        __builtin_prefetch(digest + byte);
+      return;
+    }
+    const auto& rows = rows_[at];
     // Every line of the domain's bands: a band row spans about two, and a preemptor reads
     // every band below its priority (capped: a domain with many bands is rare).
     constexpr std::size_t per_line = 64 / sizeof(Amount);
@@ -219,7 +230,9 @@ class PreemptionIndex {
   template <class Column>
   void add(const Topology& topology, DomainId at, std::int32_t priority, bool device,
            const Column& amount, int sign, const BandKeys& keys) noexcept {
-    add_at(slot(topology, at), priority, device, amount, sign, keys);
+    const std::size_t at_slot = slot(topology, at);
+    add_at(at_slot, priority, device, amount, sign, keys);
+    if (is_host_slot(at_slot)) make_digest(at_slot);
     // A block's row, as its members' parent would have it.
     if (const std::uint32_t b = block_of(topology, at); b != no_block)
       add_at(first_block_slot_ + b, priority, device, amount, sign, keys);
@@ -296,6 +309,7 @@ class PreemptionIndex {
             };
             if (at == host) {
               for_each_band_member(host, fold_member);
+              make_digest(index_slot);
             } else {
               // Children walked by subtree ends: children() allocates, and this runs after
               // the point of no return.
@@ -341,6 +355,7 @@ class PreemptionIndex {
                         (block_of_.capacity() + block_start_.capacity() + block_end_.capacity()) *
                             sizeof(std::uint32_t);
     for (const auto& rows : rows_) bytes += rows.capacity() * sizeof(Amount);
+    bytes += digests_.capacity() * sizeof(HostDigest);
     return bytes;
   }
 
@@ -375,6 +390,91 @@ class PreemptionIndex {
       fill_extremes(band, rows.data() + row + keys, per_replica);
       visit(band);
     }
+  }
+
+  /// A host's first `digest_bands` device-holding bands (ascending priority), in one flat
+  /// array over the hosts (`digests_`): a bound over a rack's hosts reads these few lines
+  /// each, in host order, instead of a separate heap row per host. Exact copies of what
+  /// `fill_extremes` gives from the rows (the doubles bit for bit), so a band read from either
+  /// is the same. Entry counts are kept in 32 bits: a host whose counts need more, or that has
+  /// more device-holding bands than kept below the asked priority, is read from its rows.
+  static constexpr std::size_t digest_bands = 4;
+  struct HostDigest {
+    std::uint32_t count = 0;        // bands kept
+    std::uint32_t incomplete = 0;   // digest_more_bands | digest_unrepresentable
+    std::array<std::int32_t, digest_bands> priority{};
+    std::array<std::int32_t, digest_bands> most_entries_per_victim{};
+    std::array<std::int32_t, digest_bands> entries_of_least_lost_work{};
+    std::array<double, digest_bands> least_lost_work_per_entry{};
+    std::array<double, digest_bands> least_model_gib_per_entry{};
+    std::array<double, digest_bands> second_least_lost_work_per_entry{};
+  };
+  static constexpr std::uint32_t digest_more_bands = 1;
+  static constexpr std::uint32_t digest_unrepresentable = 2;
+
+  /// Whether `slot` is a host's (hosts keep a digest).
+  [[nodiscard]] bool is_host_slot(std::size_t slot) const noexcept {
+    return slot >= first_host_slot_ && slot < level_offset_.back();
+  }
+
+  /// Rewrites the digest of host slot `at` from its rows (after any change to them).
+  void make_digest(std::size_t at) noexcept {
+    HostDigest& digest = digests_[at - first_host_slot_];
+    digest = HostDigest{};
+    const auto& rows = rows_[at];
+    const std::size_t stride = stride_at(at);
+    const std::size_t keys = key_offset();
+    const auto fits = [](std::int64_t value) {
+      return value >= std::numeric_limits<std::int32_t>::min() &&
+             value <= std::numeric_limits<std::int32_t>::max();
+    };
+    for (std::size_t row = 0; row < rows.size(); row += stride) {
+      if (rows[row + keys + key_entries] == no_key) continue;  // as visit_bands skips it
+      if (digest.count == digest_bands) {
+        digest.incomplete |= digest_more_bands;
+        return;
+      }
+      IndexBand band;
+      fill_extremes(band, rows.data() + row + keys, false);
+      const std::int64_t priority = rows[row + holding_priority];
+      if (!fits(priority) || !fits(band.most_entries_per_victim) ||
+          !fits(band.entries_of_least_lost_work)) {
+        digest.incomplete |= digest_unrepresentable;
+        return;
+      }
+      const std::size_t i = digest.count++;
+      digest.priority[i] = static_cast<std::int32_t>(priority);
+      digest.most_entries_per_victim[i] = static_cast<std::int32_t>(band.most_entries_per_victim);
+      digest.entries_of_least_lost_work[i] =
+          static_cast<std::int32_t>(band.entries_of_least_lost_work);
+      digest.least_lost_work_per_entry[i] = band.least_lost_work_per_entry;
+      digest.least_model_gib_per_entry[i] = band.least_model_gib_per_entry;
+      digest.second_least_lost_work_per_entry[i] = band.second_least_lost_work_per_entry;
+    }
+  }
+
+  /// Visits, as `visit_bands` would for the host's rows, the bands of `digest` strictly below
+  /// `priority`; false (nothing visited) when the digest does not hold them all.
+  template <class Visitor>
+  static bool visit_digest(const HostDigest& digest, std::int32_t priority, Visitor& visit) {
+    if ((digest.incomplete & digest_unrepresentable) != 0) return false;
+    if ((digest.incomplete & digest_more_bands) != 0 &&
+        digest.priority[digest_bands - 1] < priority)
+      return false;
+    for (std::size_t i = 0; i < digest.count && digest.priority[i] < priority; ++i) {
+      IndexBand band;
+      band.priority = digest.priority[i];
+      band.least_lost_work_per_entry = digest.least_lost_work_per_entry[i];
+      band.least_model_gib_per_entry = digest.least_model_gib_per_entry[i];
+      band.most_entries_per_victim = digest.most_entries_per_victim[i];
+      band.second_least_lost_work_per_entry = digest.second_least_lost_work_per_entry[i];
+      band.entries_of_least_lost_work = digest.entries_of_least_lost_work[i];
+      // A host row keeps no per-replica keys: the per-entry leasts stand for them.
+      band.least_lost_work_per_replica = band.least_lost_work_per_entry;
+      band.least_model_gib_per_replica = band.least_model_gib_per_entry;
+      visit(band);
+    }
+    return true;
   }
 
   /// Gathers the domains of the level above the hosts into blocks (see `block_level`); the
@@ -533,6 +633,7 @@ class PreemptionIndex {
 
   std::size_t dims_ = 0;
   std::vector<std::vector<Amount>> rows_;  // per indexed domain (slot)
+  std::vector<HostDigest> digests_;        // per host (slot - first_host_slot_)
   std::vector<std::size_t> level_offset_;  // first slot of each level <= host
   std::size_t first_host_slot_ = 0;        // slots before it keep the per-replica keys
   // Blocks (`block_level`): their rows' first slot (past every domain's; these keep the

@@ -667,7 +667,25 @@ double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId
   const LevelIndex host_level = topology_.host_level();
   const double devices = static_cast<double>(tier.demand.whole_devices);
   const auto replicas = static_cast<std::size_t>(tier.demand.replicas);
+  // The R least host costs. Most gangs take one or two hosts: kept in two registers then (no
+  // vector, no selection); more, gathered and selected.
+  constexpr std::size_t registered = 2;
+  const bool few = replicas <= registered;
+  double least = std::numeric_limits<double>::infinity();
+  double second = std::numeric_limits<double>::infinity();
+  std::size_t finite = 0;  // hosts that can take a replica
   std::vector<double> costs;
+  const auto keep = [&](double cost) {
+    ++finite;
+    if (!few) {
+      costs.push_back(cost);
+    } else if (cost < least) {
+      second = least;
+      least = cost;
+    } else if (cost < second) {
+      second = cost;
+    }
+  };
   double per_victim = std::numeric_limits<double>::infinity();
   std::size_t most_terms = 0;  // additions in one host's cover, for the rounding count
   const auto hosts = topology_.domains_at(host_level, target);
@@ -677,19 +695,25 @@ double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId
     const DomainId host = hosts[i];
     const double need = devices - free_in(state_, host, whole_device_dim);
     if (need <= 0.0) {
-      costs.push_back(0.0);
+      keep(0.0);
       return;
     }
     const IndexCover cover = index_cover(host, need, false);
     per_victim = std::min(per_victim, cover.per_victim);
     most_terms = std::max(most_terms, cover.terms);
-    if (std::isfinite(cover.cost)) costs.push_back(cover.cost);
+    if (std::isfinite(cover.cost)) keep(cover.cost);
   });
-  if (costs.size() < replicas) return floor;  // the scan or the search finds no plan
-  std::nth_element(costs.begin(), costs.begin() + static_cast<std::ptrdiff_t>(replicas - 1),
-                   costs.end());
+  if (finite < replicas) return floor;  // the scan or the search finds no plan
   double sum = 0.0;
-  for (std::size_t i = 0; i < replicas; ++i) sum += costs[i];
+  if (few) {
+    // The same sum as the selection's: 0 + least (+ second), the multiset of the R least.
+    if (replicas >= 1) sum += least;
+    if (replicas == 2) sum += second;
+  } else {
+    std::nth_element(costs.begin(), costs.begin() + static_cast<std::ptrdiff_t>(replicas - 1),
+                     costs.end());
+    for (std::size_t i = 0; i < replicas; ++i) sum += costs[i];
+  }
   if (!(sum > 0.0)) return floor;  // every host ready already: no victim is implied
   if (!std::isfinite(per_victim)) return floor;
   const double bound =
@@ -955,18 +979,29 @@ double PreemptionContext<Model>::gang_bound_over(const Tier& tier, std::size_t h
     const auto replicas = static_cast<std::size_t>(tier.demand.replicas);
     const auto devices = tier.demand.whole_devices;
     // The R largest idle counts among the hosts: any R distinct hosts among them have no
-    // more, one by one.
-    std::vector<std::int64_t> idle;
+    // more, one by one. A few (the usual gang) go on the stack: this runs once per rack.
+    constexpr std::size_t on_stack = 8;
+    std::array<std::int64_t, on_stack> few_idle{};
+    std::vector<std::int64_t> many_idle;
+    std::span<const std::int64_t> idle;
     const auto& idle_index = state_.idle_device_index();
-    if (idle_index.covers(host_level)) {
-      idle_index.most_idle_counts_in(host_level, host_first, host_last, replicas, idle);
+    if (idle_index.covers(host_level) && replicas <= on_stack) {
+      idle = std::span<const std::int64_t>(few_idle).first(idle_index.most_idle_counts_in(
+          host_level, host_first, host_last, std::span<std::int64_t>(few_idle).first(replicas)));
+    } else if (idle_index.covers(host_level)) {
+      idle_index.most_idle_counts_in(host_level, host_first, host_last, replicas, many_idle);
+      idle = many_idle;
     } else {
+      std::vector<std::int64_t>& idle_counts = many_idle;
       const auto all_hosts = topology_.domains_at(host_level);
       for (std::size_t h = host_first; h < host_last; ++h)
-        idle.push_back(static_cast<std::int64_t>(free_in(state_, all_hosts[h], whole_device_dim)));
-      const auto kept = static_cast<std::ptrdiff_t>(std::min(replicas, idle.size()));
-      std::partial_sort(idle.begin(), idle.begin() + kept, idle.end(), std::greater<>());
-      idle.resize(static_cast<std::size_t>(kept));
+        idle_counts.push_back(
+            static_cast<std::int64_t>(free_in(state_, all_hosts[h], whole_device_dim)));
+      const auto kept = static_cast<std::ptrdiff_t>(std::min(replicas, idle_counts.size()));
+      std::partial_sort(idle_counts.begin(), idle_counts.begin() + kept, idle_counts.end(),
+                        std::greater<>());
+      idle_counts.resize(static_cast<std::size_t>(kept));
+      idle = idle_counts;
     }
     if (idle.size() < replicas) return floor;  // too few hosts: the checks reject the targets
     // The bands hold every victim on any of the hosts, and a cover from them is no larger
