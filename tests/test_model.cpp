@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -170,6 +171,77 @@ TEST_SUITE("model") {
     CHECK(uneven.is_regular(2, 4));
     CHECK(check_every_span(uneven) == uneven.size() * 5);
     CHECK_THROWS_AS((void)uneven.domains_at(1, DomainId{999}), std::out_of_range);
+  }
+
+  TEST_CASE("topology builder: domains added out of order get the ids of a depth-first build") {
+    // `build()` keeps the ids of a builder filled depth first and renumbers any other; both
+    // must give the same topology.
+    const auto schema = ResourceSchema::standard();
+    const auto gpu = schema.make({{"gpu_milli", 1000}});
+    const auto cpu = [&](Amount milli) { return schema.make({{"cpu_milli", milli}}); };
+    const Eigen::MatrixXd affinity = (Eigen::MatrixXd(2, 2) << 0, 300, 300, 0).finished();
+    const auto make = [&](bool depth_first) {
+      TopologyBuilder builder({"cluster", "rack", "node", "gpu"}, schema, "gpu", "node");
+      const auto r0 = builder.add(TopologyBuilder::root(), "rack", "r0", cpu(1));
+      std::vector<TopologyBuilder::Handle> nodes;
+      const auto add_node = [&](TopologyBuilder::Handle rack, int n) {
+        nodes.push_back(builder.add(rack, "node", "n" + std::to_string(n), cpu(1000 * (n + 1))));
+      };
+      const auto add_gpus = [&](TopologyBuilder::Handle node) {
+        builder.add(node, "gpu", "g0", gpu);
+        builder.add(node, "gpu", "g1", gpu);
+        builder.set_affinity(node, affinity);
+      };
+      if (depth_first) {
+        add_node(r0, 0);
+        add_gpus(nodes[0]);
+        add_node(r0, 1);
+        add_gpus(nodes[1]);
+        const auto r1 = builder.add(TopologyBuilder::root(), "rack", "r1", cpu(2));
+        add_node(r1, 2);
+        add_gpus(nodes[2]);
+      } else {  // racks and nodes first, GPUs last, in reverse
+        const auto r1 = builder.add(TopologyBuilder::root(), "rack", "r1", cpu(2));
+        add_node(r0, 0);
+        add_node(r0, 1);
+        add_node(r1, 2);
+        for (auto node = nodes.rbegin(); node != nodes.rend(); ++node) add_gpus(*node);
+      }
+      return builder.build();
+    };
+    const Topology kept = make(true);
+    const Topology renumbered = make(false);
+    REQUIRE(kept.size() == 12);
+    REQUIRE(renumbered.size() == kept.size());
+    CHECK(renumbered.capacities() == kept.capacities());
+    CHECK(kept.capacity(Topology::root())(static_cast<Eigen::Index>(
+              schema.index_of("cpu_milli"))) == 1 + 2 + 1000 + 2000 + 3000);
+    for (std::uint32_t i = 0; i < kept.size(); ++i) {
+      const DomainId d{i};
+      CHECK(renumbered.describe(d) == kept.describe(d));
+      CHECK(renumbered.parent(d) == kept.parent(d));
+      CHECK(renumbered.subtree_end(d) == kept.subtree_end(d));
+      CHECK(renumbered.ordinal(d) == kept.ordinal(d));
+      CHECK(renumbered.device_count(d) == kept.device_count(d));
+      CHECK(renumbered.has_affinity(d) == kept.has_affinity(d));
+    }
+    for (LevelIndex level = 0; level < 4; ++level) {
+      const auto a = kept.domains_at(level);
+      const auto b = renumbered.domains_at(level);
+      CHECK(std::vector<DomainId>(a.begin(), a.end()) == std::vector<DomainId>(b.begin(), b.end()));
+    }
+    CHECK(kept.memory_bytes() == renumbered.memory_bytes());
+  }
+
+  TEST_CASE("topology builder: a capacity overflow at build() names the domain") {
+    const auto schema = ResourceSchema::standard();
+    const auto huge = schema.make({{"cpu_milli", std::numeric_limits<Amount>::max()}});
+    TopologyBuilder builder({"cluster", "node", "gpu"}, schema, "gpu", "node");
+    builder.add(TopologyBuilder::root(), "node", "n0", huge);
+    builder.add(TopologyBuilder::root(), "node", "n1", huge);
+    CHECK_THROWS_WITH_AS((void)builder.build(), doctest::Contains("capacity of 'root'"),
+                         std::overflow_error);
+    CHECK(builder.size() == 0);  // left empty, its capacities handed over
   }
 
   TEST_CASE("topology builder rejects malformed trees, naming the domain") {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -392,7 +393,8 @@ class TopologyBuilder {
                                   "' must be non-empty and contain no '/'");
     }
     names_ = std::move(root_name);
-    capacities_.assign(schema_.size(), 0);
+    capacities_.setZero(static_cast<Eigen::Index>(schema_.size()), 1);
+    capacity_columns_ = 1;
     nodes_.push_back(PendingDomain{0, static_cast<std::uint32_t>(names_.size()), 0, none});
   }
 
@@ -403,7 +405,7 @@ class TopologyBuilder {
   /// thread-safe (a builder belongs to one thread).
   void reserve(std::size_t domains, std::size_t name_bytes = 0) {
     nodes_.reserve(domains);
-    capacities_.reserve(domains * schema_.size());
+    reserve_capacity_columns(domains);
     names_.reserve(name_bytes == 0 ? 8 * domains : name_bytes);
   }
 
@@ -467,15 +469,11 @@ class TopologyBuilder {
     }
     const auto index = static_cast<std::uint32_t>(nodes_.size());
     const std::size_t names_before = names_.size();
-    const std::size_t capacities_before = capacities_.size();
     try {  // strong guarantee: a failed insertion leaves no trace
-      names_ += name;
-      if (local_capacity.size() == 0) {
-        capacities_.resize(capacities_before + schema_.size(), 0);
-      } else {
-        capacities_.insert(capacities_.end(), local_capacity.data(),
-                           local_capacity.data() + local_capacity.size());
+      if (capacity_columns_ == static_cast<std::size_t>(capacities_.cols())) {
+        reserve_capacity_columns(2 * capacity_columns_ + 16);
       }
+      names_ += name;
       nodes_.push_back(PendingDomain{static_cast<std::uint32_t>(names_before),
                                      static_cast<std::uint32_t>(names_.size()), level_index,
                                      parent.index});
@@ -487,9 +485,15 @@ class TopologyBuilder {
       }
     } catch (...) {
       names_.resize(names_before);
-      capacities_.resize(capacities_before);
       throw;
     }
+    // No-throw: the column was made room for above.
+    if (local_capacity.size() == 0) {
+      capacities_.col(static_cast<Eigen::Index>(index)).setZero();
+    } else {
+      capacities_.col(static_cast<Eigen::Index>(index)) = local_capacity;
+    }
+    ++capacity_columns_;
     // No-throw: link the child last among its siblings.
     PendingDomain& parent_node = nodes_[parent.index];
     if (parent_node.last_child == none) {
@@ -505,8 +509,7 @@ class TopologyBuilder {
   /// Gives the root domain a pooled local capacity (rarely needed).
   void set_root_capacity(const ResourceVector& local_capacity) {
     check_capacity([] { return std::string("root"); }, 0, local_capacity);
-    std::copy(local_capacity.data(), local_capacity.data() + local_capacity.size(),
-              capacities_.begin());
+    capacities_.col(0) = local_capacity;
   }
 
   /// Index of an affinity matrix registered with `intern_affinity`, for `set_affinity`.
@@ -568,8 +571,23 @@ class TopologyBuilder {
   /// Number of domains added so far (including the root).
   [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
 
-  /// Produces the immutable topology (pre-order ids). The builder is left empty.
+  /// Produces the immutable topology (pre-order ids). The builder is left empty, also when
+  /// this throws after handing its capacities over (a capacity overflow, a bad affinity
+  /// matrix); a `std::bad_alloc` before that leaves it as it was.
   [[nodiscard]] Topology build() {
+    try {
+      Topology topology = build_topology();
+      clear();
+      return topology;
+    } catch (...) {
+      if (capacity_columns_ != static_cast<std::size_t>(capacities_.cols())) clear();
+      throw;
+    }
+  }
+
+ private:
+  /// `build()` but for leaving the builder empty.
+  [[nodiscard]] Topology build_topology() {
     Topology topology(levels_, schema_);
     const std::size_t n = nodes_.size();
     const auto dims = static_cast<Eigen::Index>(schema_.size());
@@ -580,46 +598,79 @@ class TopologyBuilder {
     topology.subtree_end_.resize(n);
     topology.device_count_.assign(n, 0);
     topology.device_ordinal_.assign(n, 0);
-    topology.ordinal_.reserve(n);
-    topology.name_begin_.reserve(n + 1);
-    topology.names_.reserve(names_.size());
-    topology.capacity_.resize(dims, static_cast<Eigen::Index>(n));
-    topology.by_level_.assign(levels_.size(), {});
+    topology.ordinal_.resize(n);
+    topology.name_begin_.resize(n + 1);
+    // Each level's list sized exactly: grown by doubling, the device list alone kept up to
+    // half of itself as slack (tens of MiB at 1,000,000 nodes).
+    std::vector<std::size_t> per_level(levels_.size(), 0);
+    for (const PendingDomain& domain : nodes_) ++per_level[domain.level];
+    topology.by_level_.resize(levels_.size());
+    for (std::size_t level = 0; level < levels_.size(); ++level) {
+      topology.by_level_[level].reserve(per_level[level]);
+    }
 
-    // Iterative pre-order walk: deep trees must not overflow the stack.
-    std::vector<std::uint32_t> new_id(n, 0);
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> stack{{0U, nodes_[0].first_child}};
-    std::uint32_t next = 0;
+    // Iterative pre-order walk: deep trees must not overflow the stack. Builders usually add
+    // domains depth first (every shape and cluster does), so insertion order is already
+    // pre-order: then ids are kept and the renumbering arrays (`new_id`, `order`) are never
+    // made; they are filled only from the first domain found out of order.
+    std::vector<std::uint32_t> new_id;
     std::vector<std::uint32_t> order;
-    order.reserve(n);
-    new_id[0] = next++;
-    order.push_back(0);
+    bool in_preorder = true;
+    const auto renumbered = [&](std::uint32_t node) { return in_preorder ? node : new_id[node]; };
+    const auto node_at = [&](std::uint32_t id) { return in_preorder ? id : order[id]; };
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> stack{{0U, nodes_[0].first_child}};
+    std::uint32_t next = 1;  // the root keeps id 0
     while (!stack.empty()) {
       auto& [node, child] = stack.back();
       if (child != none) {
         const std::uint32_t c = child;
         child = nodes_[c].next_sibling;
-        new_id[c] = next++;
-        order.push_back(c);
+        if (in_preorder && c != next) {  // first domain out of order: ids so far are kept
+          new_id.resize(n);
+          order.resize(n);
+          std::iota(new_id.begin(), new_id.begin() + next, 0U);
+          std::iota(order.begin(), order.begin() + next, 0U);
+          in_preorder = false;
+        }
+        if (!in_preorder) {
+          new_id[c] = next;
+          order[next] = c;
+        }
+        ++next;
         stack.emplace_back(c, nodes_[c].first_child);
       } else {
-        topology.subtree_end_[new_id[node]] = next;
+        topology.subtree_end_[renumbered(node)] = next;
         stack.pop_back();
       }
     }
+    if (in_preorder) {
+      // Names back to back in insertion order are already the topology's; the capacity
+      // matrix is handed over (shrunk in place to its used columns), not copied.
+      topology.names_ = names_;
+      capacities_.conservativeResize(dims, static_cast<Eigen::Index>(n));
+      topology.capacity_ = std::move(capacities_);
+      capacities_.resize(dims, 0);  // columns != capacity_columns_: handed over
+    } else {
+      topology.names_.reserve(names_.size());
+      topology.capacity_.resize(dims, static_cast<Eigen::Index>(n));
+    }
     for (std::uint32_t id = 0; id < n; ++id) {
-      const PendingDomain& domain = nodes_[order[id]];
+      const PendingDomain& domain = nodes_[node_at(id)];
       topology.level_[id] = domain.level;
-      topology.parent_[id] = domain.parent == none ? none : new_id[domain.parent];
-      topology.name_begin_.push_back(static_cast<std::uint32_t>(topology.names_.size()));
-      topology.names_ += name_of(order[id]);
-      topology.capacity_.col(id) = Eigen::Map<const ResourceVector>(
-          capacities_.data() + std::size_t{order[id]} * schema_.size(), dims);
-      topology.ordinal_.push_back(static_cast<std::uint32_t>(topology.by_level_[domain.level].size()));
-      topology.by_level_[domain.level].push_back(DomainId{id});
+      topology.parent_[id] = domain.parent == none ? none : renumbered(domain.parent);
+      if (in_preorder) {
+        topology.name_begin_[id] = domain.name_begin;
+      } else {
+        topology.name_begin_[id] = static_cast<std::uint32_t>(topology.names_.size());
+        topology.names_ += name_of(order[id]);
+        topology.capacity_.col(id) = capacities_.col(static_cast<Eigen::Index>(order[id]));
+      }
+      auto& same_level = topology.by_level_[domain.level];
+      topology.ordinal_[id] = static_cast<std::uint32_t>(same_level.size());
+      same_level.push_back(DomainId{id});
       if (domain.level == device_level_) topology.device_count_[id] = 1;
     }
-    topology.name_begin_.push_back(static_cast<std::uint32_t>(topology.names_.size()));
+    topology.name_begin_[n] = static_cast<std::uint32_t>(topology.names_.size());
     topology.compute_regularity();
     // Children have larger pre-order ids than parents: one reverse sweep aggregates bottom-up.
     for (std::uint32_t id = static_cast<std::uint32_t>(n); id-- > 1;) {
@@ -627,7 +678,7 @@ class TopologyBuilder {
       for (Eigen::Index dim = 0; dim < dims; ++dim) {
         Amount& total = topology.capacity_(dim, parent);
         if (__builtin_add_overflow(total, topology.capacity_(dim, id), &total)) {
-          throw std::overflow_error("capacity of '" + std::string(name_of(order[parent])) +
+          throw std::overflow_error("capacity of '" + std::string(name_of(node_at(parent))) +
                                     "' overflows in '" +
                                     schema_[static_cast<std::size_t>(dim)].name + "'");
         }
@@ -643,7 +694,7 @@ class TopologyBuilder {
     if (!affinity_.empty()) {
       topology.host_affinity_.assign(topology.by_level_[host_level_].size(), Topology::no_matrix);
       for (const auto& [host, matrix] : affinity_) {
-        const std::uint32_t id = new_id[host];
+        const std::uint32_t id = renumbered(host);
         const Eigen::MatrixXd& m = matrices_[matrix];
         const auto devices = static_cast<Eigen::Index>(topology.device_count_[id]);
         if (m.rows() != devices || m.cols() != devices || !m.allFinite() ||
@@ -657,15 +708,19 @@ class TopologyBuilder {
       }
       topology.affinity_matrices_ = matrices_;
     }
-    nodes_.clear();
-    names_.clear();
-    capacities_.clear();
-    siblings_.clear();
-    matrix_by_key_.clear();
     return topology;
   }
 
- private:
+  /// Empties the builder (what `build()` leaves).
+  void clear() noexcept {
+    nodes_.clear();
+    names_.clear();
+    capacities_.resize(capacities_.rows(), 0);
+    capacity_columns_ = 0;
+    siblings_.clear();
+    matrix_by_key_.clear();
+  }
+
   static constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
   /// A domain as added: flat (its name in `names_`, its capacity in `capacities_`, its
   /// children as a linked list), so adding one allocates nothing of its own.
@@ -679,6 +734,17 @@ class TopologyBuilder {
     std::uint32_t next_sibling = none;
     std::uint32_t child_count = 0;
   };
+
+  /// Room for `columns` capacity columns in all, growing to exactly that (reserve) or
+  /// geometrically (add). Strong guarantee: on `std::bad_alloc` nothing changed.
+  void reserve_capacity_columns(std::size_t columns) {
+    if (columns <= static_cast<std::size_t>(capacities_.cols())) return;
+    Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> grown(capacities_.rows(),
+                                                                static_cast<Eigen::Index>(columns));
+    grown.leftCols(static_cast<Eigen::Index>(capacity_columns_)) =
+        capacities_.leftCols(static_cast<Eigen::Index>(capacity_columns_));
+    capacities_.swap(grown);
+  }
 
   [[nodiscard]] std::string_view name_of(std::uint32_t node) const noexcept {
     return std::string_view(names_).substr(nodes_[node].name_begin,
@@ -761,7 +827,10 @@ class TopologyBuilder {
   LevelIndex host_level_ = 0;
   std::vector<PendingDomain> nodes_;
   std::string names_;              // every domain's name, back to back (insertion order)
-  std::vector<Amount> capacities_;  // dims per domain (insertion order), local
+  // One local capacity column per domain (insertion order); the first `capacity_columns_`
+  // are used, the rest is room (untouched, so its pages are never faulted in).
+  Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> capacities_;
+  std::size_t capacity_columns_ = 0;
   std::vector<Eigen::MatrixXd> matrices_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> affinity_;
   std::unordered_multimap<std::size_t, std::uint32_t> siblings_;       // (parent, name) -> node
