@@ -233,15 +233,44 @@ TEST_SUITE("model") {
     CHECK(kept.memory_bytes() == renumbered.memory_bytes());
   }
 
-  TEST_CASE("topology builder: a capacity overflow at build() names the domain") {
+  TEST_CASE("topology builder: a capacity overflow at build() names the domain, builder unchanged") {
+    // Summed bottom-up (descending ids): c into r1, r1 into the root, b and a into r0, then r0
+    // into the root overflows. Had the partial sums stayed, building again would overflow at
+    // r1 (c added twice), not at the root.
     const auto schema = ResourceSchema::standard();
-    const auto huge = schema.make({{"cpu_milli", std::numeric_limits<Amount>::max()}});
+    const Amount max = std::numeric_limits<Amount>::max();
+    const auto cpu = [&](Amount milli) { return schema.make({{"cpu_milli", milli}}); };
+    TopologyBuilder builder({"cluster", "rack", "node", "gpu"}, schema, "gpu", "node");
+    const auto r0 = builder.add(TopologyBuilder::root(), "rack", "r0");
+    builder.add(r0, "node", "a", cpu(max / 2));
+    builder.add(r0, "node", "b", cpu(max / 2));
+    const auto r1 = builder.add(TopologyBuilder::root(), "rack", "r1");
+    builder.add(r1, "node", "c", cpu(max / 2 + 2));
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      CAPTURE(attempt);
+      CHECK_THROWS_WITH_AS((void)builder.build(), doctest::Contains("capacity of 'root'"),
+                           std::overflow_error);
+      CHECK(builder.size() == 6);
+    }
+  }
+
+  TEST_CASE("topology builder: a bad affinity matrix at build() leaves the builder unchanged") {
+    // Checked after every capacity is summed: had the sums stayed, building again would
+    // overflow at the root (the host's capacity added twice) instead of naming the matrix.
+    const auto schema = ResourceSchema::standard();
+    const Amount max = std::numeric_limits<Amount>::max();
     TopologyBuilder builder({"cluster", "node", "gpu"}, schema, "gpu", "node");
-    builder.add(TopologyBuilder::root(), "node", "n0", huge);
-    builder.add(TopologyBuilder::root(), "node", "n1", huge);
-    CHECK_THROWS_WITH_AS((void)builder.build(), doctest::Contains("capacity of 'root'"),
-                         std::overflow_error);
-    CHECK(builder.size() == 0);  // left empty, its capacities handed over
+    const auto host =
+        builder.add(TopologyBuilder::root(), "node", "h", schema.make({{"cpu_milli", max / 2 + 2}}));
+    builder.add(host, "gpu", "g0", schema.make({{"gpu_milli", 1000}}));
+    builder.add(host, "gpu", "g1", schema.make({{"gpu_milli", 1000}}));
+    builder.set_affinity(host, Eigen::MatrixXd::Zero(3, 3));
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      CAPTURE(attempt);
+      CHECK_THROWS_WITH_AS((void)builder.build(), doctest::Contains("affinity matrix of host 'h'"),
+                           std::invalid_argument);
+      CHECK(builder.size() == 4);
+    }
   }
 
   TEST_CASE("topology builder rejects malformed trees, naming the domain") {

@@ -571,18 +571,13 @@ class TopologyBuilder {
   /// Number of domains added so far (including the root).
   [[nodiscard]] std::size_t size() const noexcept { return nodes_.size(); }
 
-  /// Produces the immutable topology (pre-order ids). The builder is left empty, also when
-  /// this throws after handing its capacities over (a capacity overflow, a bad affinity
-  /// matrix); a `std::bad_alloc` before that leaves it as it was.
+  /// Produces the immutable topology (pre-order ids). The builder is left empty. Strong
+  /// guarantee: when this throws (a capacity overflow or a bad affinity matrix, naming the
+  /// domain; `std::bad_alloc`) the builder is as it was, and may be corrected and built again.
   [[nodiscard]] Topology build() {
-    try {
-      Topology topology = build_topology();
-      clear();
-      return topology;
-    } catch (...) {
-      if (capacity_columns_ != static_cast<std::size_t>(capacities_.cols())) clear();
-      throw;
-    }
+    Topology topology = build_topology();
+    clear();
+    return topology;
   }
 
  private:
@@ -671,19 +666,50 @@ class TopologyBuilder {
       if (domain.level == device_level_) topology.device_count_[id] = 1;
     }
     topology.name_begin_[n] = static_cast<std::uint32_t>(topology.names_.size());
-    topology.compute_regularity();
+    // The capacities handed over are summed up the tree in place: domains [summed, n) have
+    // been added into their parents. On a throw from here on, that is undone and the matrix
+    // goes back to the builder, exactly as it was (strong guarantee).
+    auto summed = static_cast<std::uint32_t>(n);
+    try {
+      topology.compute_regularity();
+      aggregate_and_check(topology, summed, node_at, renumbered);
+    } catch (...) {
+      if (in_preorder) {
+        // Undone in the reverse of the order summed (ascending ids): a domain's own column
+        // never changes after it was added into its parent, so each subtraction is exact.
+        for (std::uint32_t id = summed; id < n; ++id) {
+          topology.capacity_.col(topology.parent_[id]) -= topology.capacity_.col(id);
+        }
+        capacities_ = std::move(topology.capacity_);
+      }
+      throw;
+    }
+    return topology;
+  }
+
+  /// Sums capacities and device counts bottom-up (lowering `summed` to the last domain added
+  /// into its parent), numbers each host's devices and checks the affinity matrices. Throws,
+  /// naming the domain, on a capacity overflow (before that domain is added: nothing partly
+  /// summed) or a bad affinity matrix.
+  template <class NodeAt, class Renumbered>
+  void aggregate_and_check(Topology& topology, std::uint32_t& summed, const NodeAt& node_at,
+                           const Renumbered& renumbered) const {
+    const auto dims = static_cast<Eigen::Index>(schema_.size());
     // Children have larger pre-order ids than parents: one reverse sweep aggregates bottom-up.
-    for (std::uint32_t id = static_cast<std::uint32_t>(n); id-- > 1;) {
+    for (std::uint32_t id = summed; id-- > 1;) {
       const std::uint32_t parent = topology.parent_[id];
       for (Eigen::Index dim = 0; dim < dims; ++dim) {
-        Amount& total = topology.capacity_(dim, parent);
-        if (__builtin_add_overflow(total, topology.capacity_(dim, id), &total)) {
+        Amount total = 0;
+        if (__builtin_add_overflow(topology.capacity_(dim, parent), topology.capacity_(dim, id),
+                                   &total)) {
           throw std::overflow_error("capacity of '" + std::string(name_of(node_at(parent))) +
                                     "' overflows in '" +
                                     schema_[static_cast<std::size_t>(dim)].name + "'");
         }
       }
+      topology.capacity_.col(parent) += topology.capacity_.col(id);
       topology.device_count_[parent] += topology.device_count_[id];
+      summed = id;
     }
     for (DomainId host : topology.by_level_[host_level_]) {
       std::uint32_t ordinal = 0;
@@ -708,7 +734,6 @@ class TopologyBuilder {
       }
       topology.affinity_matrices_ = matrices_;
     }
-    return topology;
   }
 
   /// Empties the builder (what `build()` leaves).
