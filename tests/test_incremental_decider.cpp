@@ -147,6 +147,19 @@ void run_sequence(const Solver& solver, PreemptorSpec spec, std::uint64_t seed,
   CHECK(decider.fresh_openings() == fresh_openings);
 }
 
+/// A generated cluster of `nodes` hosts, `nodes_per_rack` a rack, 30 % elastic jobs, filled
+/// to `occupancy` (the generator's default when none is given).
+GeneratedCluster elastic_cluster(std::size_t nodes, std::size_t nodes_per_rack, std::uint64_t seed,
+                                 std::optional<double> occupancy = std::nullopt) {
+  ClusterSpec spec;
+  spec.nodes = nodes;
+  spec.nodes_per_rack = nodes_per_rack;
+  spec.seed = seed;
+  spec.elastic_fraction = 0.3;
+  if (occupancy) spec.target_occupancy = *occupancy;
+  return generate_cluster(spec);
+}
+
 TEST_SUITE("incremental_decider") {
   TEST_CASE("after random changes the decider's plan is the cold plan, for every solver") {
     const std::array<PreemptorSpec, 5> specs{{{PreemptorKind::numa, 1},
@@ -170,13 +183,8 @@ TEST_SUITE("incremental_decider") {
     const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
     for (const std::uint64_t seed : {3U, 4U, 5U}) {
       for (const PreemptorSpec& spec : four_kinds) {
-        ClusterSpec cluster_spec;
-        cluster_spec.nodes = 16;
-        cluster_spec.nodes_per_rack = 8;
-        cluster_spec.seed = seed;
-        cluster_spec.elastic_fraction = 0.3;
-        cluster_spec.target_occupancy = 0.5 + 0.1 * static_cast<double>(seed - 3);
-        GeneratedCluster cluster = generate_cluster(cluster_spec);
+        GeneratedCluster cluster =
+            elastic_cluster(16, 8, seed, 0.5 + 0.1 * static_cast<double>(seed - 3));
         const Workload preemptor = make_preemptor(spec);
         IncrementalDecider decider(solvers::branch_and_bound, model, preemptor);
         std::vector<std::pair<Workload, Placement>> removed;
@@ -225,13 +233,7 @@ TEST_SUITE("incremental_decider") {
                                         PreemptorSpec{PreemptorKind::nvlink_island, 4},
                                         PreemptorSpec{PreemptorKind::socket, 4},
                                         PreemptorSpec{PreemptorKind::node, 8}}) {
-        ClusterSpec cluster_spec;
-        cluster_spec.nodes = 128;
-        cluster_spec.nodes_per_rack = 8;
-        cluster_spec.seed = seed;
-        cluster_spec.elastic_fraction = 0.3;
-        cluster_spec.target_occupancy = spec.gpus == 1 ? 1.0 : 0.95;
-        GeneratedCluster cluster = generate_cluster(cluster_spec);
+        GeneratedCluster cluster = elastic_cluster(128, 8, seed, spec.gpus == 1 ? 1.0 : 0.95);
         const Workload preemptor = make_preemptor(spec);
         IncrementalDecider greedy(solvers::greedy.without_text(), model, preemptor);
         IncrementalDecider exact(solvers::branch_and_bound, model, preemptor);
@@ -282,13 +284,7 @@ TEST_SUITE("incremental_decider") {
                                         PreemptorSpec{PreemptorKind::nvlink_island, 4},
                                         PreemptorSpec{PreemptorKind::socket, 4},
                                         PreemptorSpec{PreemptorKind::node, 8}}) {
-        ClusterSpec cluster_spec;
-        cluster_spec.nodes = 160;
-        cluster_spec.nodes_per_rack = 4;
-        cluster_spec.seed = seed;
-        cluster_spec.elastic_fraction = 0.3;
-        cluster_spec.target_occupancy = 0.97;
-        GeneratedCluster cluster = generate_cluster(cluster_spec);
+        GeneratedCluster cluster = elastic_cluster(160, 4, seed, 0.97);
         const Workload preemptor = make_preemptor(spec);
         const auto greedy = solvers::greedy.without_text();
         detail::ScanCache greedy_cache;
@@ -503,12 +499,7 @@ TEST_SUITE("incremental_decider") {
     const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
     for (const std::uint64_t seed : {21U, 22U}) {
       for (const PreemptorSpec& spec : four_kinds) {
-        ClusterSpec cluster_spec;
-        cluster_spec.nodes = 32;
-        cluster_spec.nodes_per_rack = 8;
-        cluster_spec.seed = seed;
-        cluster_spec.elastic_fraction = 0.3;
-        GeneratedCluster cluster = generate_cluster(cluster_spec);
+        GeneratedCluster cluster = elastic_cluster(32, 8, seed);
         const Workload preemptor = make_preemptor(spec);
         detail::ScanCache cache;
         std::vector<std::pair<Workload, Placement>> removed;

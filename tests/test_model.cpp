@@ -233,7 +233,7 @@ TEST_SUITE("model") {
     CHECK(kept.memory_bytes() == renumbered.memory_bytes());
   }
 
-  TEST_CASE("topology builder: a capacity overflow at build() names the domain, builder unchanged") {
+  TEST_CASE("topology builder: a capacity overflow at build() leaves the builder unchanged") {
     // Summed bottom-up (descending ids): c into r1, r1 into the root, b and a into r0, then r0
     // into the root overflows. Had the partial sums stayed, building again would overflow at
     // r1 (c added twice), not at the root.
@@ -260,8 +260,8 @@ TEST_SUITE("model") {
     const auto schema = ResourceSchema::standard();
     const Amount max = std::numeric_limits<Amount>::max();
     TopologyBuilder builder({"cluster", "node", "gpu"}, schema, "gpu", "node");
-    const auto host =
-        builder.add(TopologyBuilder::root(), "node", "h", schema.make({{"cpu_milli", max / 2 + 2}}));
+    const auto half = schema.make({{"cpu_milli", max / 2 + 2}});
+    const auto host = builder.add(TopologyBuilder::root(), "node", "h", half);
     builder.add(host, "gpu", "g0", schema.make({{"gpu_milli", 1000}}));
     builder.add(host, "gpu", "g1", schema.make({{"gpu_milli", 1000}}));
     builder.set_affinity(host, Eigen::MatrixXd::Zero(3, 3));

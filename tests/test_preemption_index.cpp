@@ -171,6 +171,16 @@ std::size_t check_price_bounds(const Allocation& state, const Workload& preempto
   return above_floor;
 }
 
+/// One rack of two 8-GPU hosts, nothing running (not even CPU-only pods).
+GeneratedCluster two_empty_hosts() {
+  ClusterSpec spec;
+  spec.nodes = 2;
+  spec.nodes_per_rack = 2;
+  spec.target_occupancy = 0.0;
+  spec.cpu_only_per_node = 0.0;
+  return generate_cluster(spec);
+}
+
 TEST_SUITE("preemption_index") {
   TEST_CASE("the index equals a recount after random removals and shrinks") {
     // Checked after every change: a departure that set an extreme must recompute it then, or a
@@ -213,12 +223,7 @@ TEST_SUITE("preemption_index") {
     // preemptor above the 4th from its rows, one below it from the digest, and every change
     // rewrites it. Six priorities over one host's 8 GPUs, checkpoints apart so that removals
     // move the extremes.
-    ClusterSpec spec;
-    spec.nodes = 2;
-    spec.nodes_per_rack = 2;
-    spec.target_occupancy = 0.0;
-    spec.cpu_only_per_node = 0.0;
-    const GeneratedCluster cluster = generate_cluster(spec);
+    const GeneratedCluster cluster = two_empty_hosts();
     Allocation state(cluster.topology);
     std::vector<std::int32_t> priorities{std::numeric_limits<std::int32_t>::min(), 0};
     for (std::uint64_t id = 1; id <= 12; ++id) {
@@ -355,12 +360,7 @@ TEST_SUITE("preemption_index") {
     // One rack of two full hosts, each held by one 8-GPU job: the cheaper checkpointed 100 s
     // ago. A 1-GPU preemptor needs one entry: at the cover's rate that is 100 GPU-seconds, but
     // no action frees less than a replica, which loses 800.
-    ClusterSpec spec;
-    spec.nodes = 2;
-    spec.nodes_per_rack = 2;
-    spec.target_occupancy = 0.0;
-    spec.cpu_only_per_node = 0.0;
-    const GeneratedCluster cluster = generate_cluster(spec);
+    const GeneratedCluster cluster = two_empty_hosts();
     Allocation state(cluster.topology);
     for (const auto& [id, seconds] : {std::pair{1, 100.0}, std::pair{2, 1000.0}}) {
       Workload job = test::gpu_job(static_cast<std::uint64_t>(id), 0, 8, 1,
