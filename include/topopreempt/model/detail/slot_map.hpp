@@ -33,12 +33,15 @@ struct CacheLineAllocator {
   explicit CacheLineAllocator(const CacheLineAllocator<U>& /*other*/) noexcept {}
   /// `count` elements, line-aligned.
   [[nodiscard]] T* allocate(std::size_t count) {
-    if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_array_new_length();
+    if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) {
+      throw std::bad_array_new_length();
+    }
     return static_cast<T*>(::operator new(count * sizeof(T), std::align_val_t{line_bytes}));
   }
-  /// Frees what `allocate` returned.
-  void deallocate(T* block, std::size_t count) noexcept {
-    ::operator delete(block, count * sizeof(T), std::align_val_t{line_bytes});
+  /// Frees what `allocate` returned. Unsized: Clang declares the sized aligned `operator
+  /// delete` only with `-fsized-deallocation`, which it leaves off by default.
+  void deallocate(T* block, std::size_t /*count*/) noexcept {
+    ::operator delete(block, std::align_val_t{line_bytes});
   }
   /// Stateless: all equal.
   template <class U>
