@@ -266,6 +266,12 @@ class PreemptionContext {
                                                              ScanCache* cache,
                                                              std::vector<double>& scratch) const;
 
+  /// The entry `per_tier` keeps for `group`, a group at `shape`'s opening level, in tier
+  /// `tier_index` (one per group of that level, made on first use).
+  template <class Entry>
+  Entry& opening_level_entry(std::vector<std::vector<Entry>>& per_tier, std::size_t tier_index,
+                             const ScanCache::TierShape& shape, DomainId group) const;
+
   /// What admitting the unread `target` decides (`TierSearch::admit`): its static check, the
   /// index's verdict, and its index bound (the per-host part aside; for a gang of whole hosts,
   /// raised by `target_gang_bound` until its per-host bound is taken), each through `cache`

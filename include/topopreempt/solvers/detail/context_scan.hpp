@@ -299,11 +299,8 @@ std::span<const double> PreemptionContext<Model>::listed_bounds_cached(
     take(scratch);
     return scratch;
   }
-  if (cache->listed_bounds.size() <= tier_index) cache->listed_bounds.resize(tier_index + 1);
-  auto& entries = cache->listed_bounds[tier_index];
-  const std::size_t count = topology_.domains_at(shape.opening_level).size();
-  if (entries.size() != count) entries.assign(count, {});
-  ScanCache::ListedBounds& entry = entries[topology_.ordinal(group)];
+  ScanCache::ListedBounds& entry =
+      opening_level_entry(cache->listed_bounds, tier_index, shape, group);
   const std::uint64_t version = state_.domain_version(group);
   if (entry.valid && entry.version == version && entry.bounds.size() == members.size()) {
     ++cache->listed_hits;
@@ -315,6 +312,19 @@ std::span<const double> PreemptionContext<Model>::listed_bounds_cached(
   entry.valid = true;
   ++cache->listed_misses;
   return entry.bounds;
+}
+
+template <CostModel Model>
+template <class Entry>
+Entry& PreemptionContext<Model>::opening_level_entry(std::vector<std::vector<Entry>>& per_tier,
+                                                     std::size_t tier_index,
+                                                     const ScanCache::TierShape& shape,
+                                                     DomainId group) const {
+  if (per_tier.size() <= tier_index) per_tier.resize(tier_index + 1);
+  auto& entries = per_tier[tier_index];
+  const std::size_t count = topology_.domains_at(shape.opening_level).size();
+  if (entries.size() != count) entries.assign(count, {});
+  return entries[topology_.ordinal(group)];
 }
 
 template <CostModel Model>
@@ -348,11 +358,8 @@ const std::vector<ScanCache::Admission>* PreemptionContext<Model>::admissions_ca
   if (cache == nullptr) return nullptr;
   const ScanCache::TierShape& shape = tier_shape(*cache, tier_index, tier);
   if (!shape.local || topology_.level(group) != shape.opening_level) return nullptr;
-  if (cache->admissions.size() <= tier_index) cache->admissions.resize(tier_index + 1);
-  auto& entries = cache->admissions[tier_index];
-  const std::size_t count = topology_.domains_at(shape.opening_level).size();
-  if (entries.size() != count) entries.assign(count, {});
-  ScanCache::GroupAdmissions& entry = entries[topology_.ordinal(group)];
+  ScanCache::GroupAdmissions& entry =
+      opening_level_entry(cache->admissions, tier_index, shape, group);
   const std::uint64_t version = state_.domain_version(group);
   if (entry.valid && entry.version == version && entry.targets.size() == members.size()) {
     ++cache->admission_hits;
