@@ -160,6 +160,16 @@ GeneratedCluster elastic_cluster(std::size_t nodes, std::size_t nodes_per_rack, 
   return generate_cluster(spec);
 }
 
+/// 64 hosts, 8 a rack, every GPU busy (seed 11).
+GeneratedCluster full_cluster() {
+  ClusterSpec spec;
+  spec.nodes = 64;
+  spec.nodes_per_rack = 8;
+  spec.target_occupancy = 1.0;
+  spec.seed = 11;
+  return generate_cluster(spec);
+}
+
 TEST_SUITE("incremental_decider") {
   TEST_CASE("after random changes the decider's plan is the cold plan, for every solver") {
     const std::array<PreemptorSpec, 5> specs{{{PreemptorKind::numa, 1},
@@ -324,12 +334,7 @@ TEST_SUITE("incremental_decider") {
     for (const PreemptorSpec& spec :
          {PreemptorSpec{PreemptorKind::nvlink_island, 4}, PreemptorSpec{PreemptorKind::node, 8}}) {
       INFO(to_string(spec.kind));
-      ClusterSpec cluster_spec;
-      cluster_spec.nodes = 64;
-      cluster_spec.nodes_per_rack = 8;
-      cluster_spec.target_occupancy = 1.0;
-      cluster_spec.seed = 11;
-      GeneratedCluster cluster = generate_cluster(cluster_spec);
+      GeneratedCluster cluster = full_cluster();
       const Workload preemptor = make_preemptor(spec);
       const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
       IncrementalDecider decider(solvers::branch_and_bound, model, preemptor);
@@ -367,12 +372,7 @@ TEST_SUITE("incremental_decider") {
   }
 
   TEST_CASE("after a change on one host only the bounds of the groups holding it are retaken") {
-    ClusterSpec cluster_spec;
-    cluster_spec.nodes = 64;
-    cluster_spec.nodes_per_rack = 8;
-    cluster_spec.target_occupancy = 1.0;
-    cluster_spec.seed = 11;
-    GeneratedCluster cluster = generate_cluster(cluster_spec);
+    GeneratedCluster cluster = full_cluster();
     const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
     const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
     IncrementalDecider decider(solvers::branch_and_bound, model, preemptor);
