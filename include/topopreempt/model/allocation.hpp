@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "topopreempt/model/detail/entry_layout.hpp"
 #include "topopreempt/model/detail/idle_device_index.hpp"
 #include "topopreempt/model/detail/preemption_index.hpp"
 #include "topopreempt/model/detail/slot_map.hpp"
@@ -235,11 +236,11 @@ class Allocation {
   [[nodiscard]] Placement placement(WorkloadId id) const {
     const Record& record = records_[slot_of(id)];
     Placement result;
-    result.replicas.resize(record.replica_begin.size());
-    for (std::size_t r = 0; r < record.replica_begin.size(); ++r) {
-      for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
+    result.replicas.resize(record.replica_begin().size());
+    for (std::size_t r = 0; r < record.replica_begin().size(); ++r) {
+      for (std::size_t e = record.replica_begin()[r]; e < replica_end(record, r); ++e) {
         result.replicas[r].entries.push_back(
-            {record.domains[e], record.amounts.col(static_cast<Eigen::Index>(e))});
+            {record.domains()[e], record.amounts.col(static_cast<Eigen::Index>(e))});
       }
     }
     return result;
@@ -256,7 +257,7 @@ class Allocation {
   template <class Visitor>
   void for_each_workload(Visitor&& visit) const {
     for (const Record& record : records_) {
-      if (record.live) visit(record.workload);
+      if (record.live()) visit(record.workload);
     }
   }
 
@@ -291,7 +292,7 @@ class Allocation {
   /// Non-owning view of running workload `id` (throws `std::out_of_range` when unknown).
   [[nodiscard]] WorkloadView view(WorkloadId id) const {
     const Record& record = records_[slot_of(id)];
-    return {record.workload, record.domains, record.amounts, record.replica_begin};
+    return {record.workload, record.domains(), record.amounts, record.replica_begin()};
   }
   /// Calls `visit(WorkloadView)` for each workload on host-level domain `host`, in ascending id
   /// order (deterministic whatever the add/remove history).
@@ -316,7 +317,8 @@ class Allocation {
     std::sort(order.begin(), order.end());
     for (const auto& [id, slot] : order) {
       const Record& record = records_[slot];
-      visit(WorkloadView{record.workload, record.domains, record.amounts, record.replica_begin});
+      visit(WorkloadView{record.workload, record.domains(), record.amounts,
+                         record.replica_begin()});
     }
   }
 
@@ -327,7 +329,8 @@ class Allocation {
     const std::size_t ordinal = host_ordinal(host);
     for (std::uint32_t slot : occupant_slots_[ordinal]) {
       const Record& record = records_[slot];
-      visit(WorkloadView{record.workload, record.domains, record.amounts, record.replica_begin});
+      visit(WorkloadView{record.workload, record.domains(), record.amounts,
+                         record.replica_begin()});
     }
   }
 
@@ -349,7 +352,7 @@ class Allocation {
     const BandKeys gone = band_keys(record.workload);
     const std::int32_t priority = record.workload.priority;
     const bool indexed = record.workload.preemptible;
-    apply(record, 0, record.domains.size(), -1);
+    apply(record, 0, record.domains().size(), -1);
     for (DomainId host : hosts) erase_occupant(host, id);
     record = Record{};
     index_.erase(id.value);
@@ -372,8 +375,8 @@ class Allocation {
     const BandKeys gone = band_keys(record.workload);
     const std::int32_t priority = record.workload.priority;
     const bool indexed = record.workload.preemptible;
-    apply(record, 0, record.domains.size(), -1);
-    apply(kept, 0, kept.domains.size(), +1);
+    apply(record, 0, record.domains().size(), -1);
+    apply(kept, 0, kept.domains().size(), +1);
     for (DomainId host : hosts_before) {
       if (!std::binary_search(hosts_after.begin(), hosts_after.end(), host)) {
         erase_occupant(host, id);
@@ -442,14 +445,14 @@ class Allocation {
       const std::int32_t priority = old.workload.priority;
       const bool indexed = old.workload.preemptible;
       if (victims[v].evict) {
-        apply(old, 0, old.domains.size(), -1);
+        apply(old, 0, old.domains().size(), -1);
         for (DomainId host : victim.hosts_before) erase_occupant(host, victims[v].id);
         old = Record{};
         index_.erase(victims[v].id.value);
         if (victim.slot != slot) free_slots_.push_back(victim.slot);  // the new record's: taken
       } else {
-        apply(old, 0, old.domains.size(), -1);
-        apply(victim.kept, 0, victim.kept.domains.size(), +1);
+        apply(old, 0, old.domains().size(), -1);
+        apply(victim.kept, 0, victim.kept.domains().size(), +1);
         for (DomainId host : victim.hosts_before) {
           if (!std::binary_search(victim.hosts_after.begin(), victim.hosts_after.end(), host)) {
             erase_occupant(host, victims[v].id);
@@ -460,7 +463,7 @@ class Allocation {
       refresh_bands(victim.hosts_before, priority, indexed, gone);
     }
     records_[slot] = std::move(record);
-    apply(records_[slot], 0, records_[slot].domains.size(), +1);
+    apply(records_[slot], 0, records_[slot].domains().size(), +1);
     for (DomainId host : hosts) {
       occupants_[host_ordinal(host)].push_back(id);
       occupant_slots_[host_ordinal(host)].push_back(slot);
@@ -487,9 +490,8 @@ class Allocation {
         change_log_.capacity() * sizeof(ChangeLogEntry) + records_.capacity() * sizeof(Record) +
         free_slots_.capacity() * sizeof(std::uint32_t) + index_.memory_bytes();
     for (const Record& record : records_) {
-      bytes += record.domains.capacity() * sizeof(DomainId) +
+      bytes += record.layout.bytes() +
                static_cast<std::size_t>(record.amounts.size()) * sizeof(Amount) +
-               record.replica_begin.capacity() * sizeof(std::uint32_t) +
                record.workload.name.capacity() + record.workload.cost.model_id.capacity() +
                static_cast<std::size_t>(record.workload.demand.resources.size()) * sizeof(Amount);
     }
@@ -517,11 +519,19 @@ class Allocation {
 
   struct Record {
     Workload workload;
-    std::vector<DomainId> domains;                                  // one per placement entry
+    detail::EntryLayout layout;  // entry domains and replica starts, one block
     Eigen::Matrix<Amount, Eigen::Dynamic, Eigen::Dynamic> amounts;  // dims x entries
-    std::vector<std::uint32_t> replica_begin;                       // first entry of each replica
     std::uint64_t fingerprint = 0;                                  // content digest, for versions
-    bool live = false;
+
+    /// One domain per placement entry.
+    [[nodiscard]] std::span<const DomainId> domains() const noexcept { return layout.domains(); }
+    /// The first entry of each replica.
+    [[nodiscard]] std::span<const std::uint32_t> replica_begin() const noexcept {
+      return layout.replica_begin();
+    }
+    /// Whether the slot holds a running workload: one has at least one replica (an empty
+    /// slot, default-constructed or emptied by `remove`, has none).
+    [[nodiscard]] bool live() const noexcept { return !layout.replica_begin().empty(); }
   };
 
   /// splitmix64's finaliser: a bijective mix, so distinct inputs stay distinct.
@@ -564,13 +574,13 @@ class Allocation {
     fold_text(w.cost.model_id);
     fold_real(w.cost.model_size_gib);
     fold_real(w.cost.extra_cost);
-    for (std::size_t e = 0; e < record.domains.size(); ++e) {
-      fold(record.domains[e].value);
+    for (std::size_t e = 0; e < record.domains().size(); ++e) {
+      fold(record.domains()[e].value);
       for (Eigen::Index i = 0; i < record.amounts.rows(); ++i) {
         fold_signed(record.amounts(i, static_cast<Eigen::Index>(e)));
       }
     }
-    for (const std::uint32_t begin : record.replica_begin) fold(begin);
+    for (const std::uint32_t begin : record.replica_begin()) fold(begin);
     return h;
   }
 
@@ -621,7 +631,7 @@ class Allocation {
     // No-throw from here on.
     if (!appended) free_slots_.pop_back();
     records_[slot] = std::move(record);
-    apply(records_[slot], 0, records_[slot].domains.size(), +1);
+    apply(records_[slot], 0, records_[slot].domains().size(), +1);
     for (DomainId host : hosts) {
       occupants_[host_ordinal(host)].push_back(id);
       occupant_slots_[host_ordinal(host)].push_back(slot);
@@ -653,8 +663,8 @@ class Allocation {
       const Record& record = records_[slot];
       PreparedVictim victim{slot, hosts_of(record), {}, {}};
       if (change.evict) {
-        for (std::size_t e = 0; e < record.domains.size(); ++e) {
-          released.emplace_back(record.domains[e],
+        for (std::size_t e = 0; e < record.domains().size(); ++e) {
+          released.emplace_back(record.domains()[e],
                                 record.amounts.col(static_cast<Eigen::Index>(e)));
         }
       } else {
@@ -663,8 +673,8 @@ class Allocation {
         victim.hosts_after = hosts_of(victim.kept);
         for (std::size_t r = 0; r < dropped.size(); ++r) {
           if (!dropped[r]) continue;
-          for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
-            released.emplace_back(record.domains[e],
+          for (std::size_t e = record.replica_begin()[r]; e < replica_end(record, r); ++e) {
+            released.emplace_back(record.domains()[e],
                                   record.amounts.col(static_cast<Eigen::Index>(e)));
           }
         }
@@ -677,18 +687,19 @@ class Allocation {
   /// The record of `workload` at `placement` (already checked), fingerprint included.
   [[nodiscard]] Record new_record(Workload workload, const Placement& placement) const {
     Record record;
-    record.live = true;
     std::size_t entries = 0;
     for (const auto& replica : placement.replicas) entries += replica.entries.size();
-    // Sized exactly: growing by push_back took up to 5 allocations and kept the slack.
-    record.replica_begin.reserve(placement.replicas.size());
-    record.domains.reserve(entries);
-    for (const auto& replica : placement.replicas) {
-      record.replica_begin.push_back(static_cast<std::uint32_t>(record.domains.size()));
-      for (const auto& entry : replica.entries) record.domains.push_back(entry.domain);
+    // Sized exactly, one block for the domains and the replica starts.
+    record.layout = detail::EntryLayout(entries, placement.replicas.size());
+    const std::span<DomainId> domains = record.layout.domains();
+    const std::span<std::uint32_t> replica_begin = record.layout.replica_begin();
+    std::size_t next = 0;
+    for (std::size_t r = 0; r < placement.replicas.size(); ++r) {
+      replica_begin[r] = static_cast<std::uint32_t>(next);
+      for (const auto& entry : placement.replicas[r].entries) domains[next++] = entry.domain;
     }
     record.amounts.resize(static_cast<Eigen::Index>(topology_->schema().size()),
-                          static_cast<Eigen::Index>(record.domains.size()));
+                          static_cast<Eigen::Index>(entries));
     Eigen::Index column_index = 0;
     for (const auto& replica : placement.replicas) {
       for (const auto& entry : replica.entries) record.amounts.col(column_index++) = entry.amount;
@@ -722,20 +733,22 @@ class Allocation {
                                   std::to_string(*workload.min_replicas) + ")");
     }
     Record kept;
-    kept.live = true;
     kept.workload = workload;
     kept.workload.replicas = survivors;
     std::vector<std::size_t> kept_entries;
+    std::vector<std::uint32_t> kept_begin;
     for (std::size_t r = 0; r < dropped.size(); ++r) {
       if (dropped[r]) continue;
-      kept.replica_begin.push_back(static_cast<std::uint32_t>(kept_entries.size()));
-      for (std::size_t e = record.replica_begin[r]; e < replica_end(record, r); ++e) {
+      kept_begin.push_back(static_cast<std::uint32_t>(kept_entries.size()));
+      for (std::size_t e = record.replica_begin()[r]; e < replica_end(record, r); ++e) {
         kept_entries.push_back(e);
       }
     }
+    kept.layout = detail::EntryLayout(kept_entries.size(), kept_begin.size());
+    std::copy(kept_begin.begin(), kept_begin.end(), kept.layout.replica_begin().begin());
     kept.amounts.resize(record.amounts.rows(), static_cast<Eigen::Index>(kept_entries.size()));
     for (std::size_t i = 0; i < kept_entries.size(); ++i) {
-      kept.domains.push_back(record.domains[kept_entries[i]]);
+      kept.layout.domains()[i] = record.domains()[kept_entries[i]];
       kept.amounts.col(static_cast<Eigen::Index>(i)) =
           record.amounts.col(static_cast<Eigen::Index>(kept_entries[i]));
     }
@@ -744,8 +757,8 @@ class Allocation {
   }
 
   [[nodiscard]] static std::size_t replica_end(const Record& record, std::size_t r) {
-    return r + 1 < record.replica_begin.size() ? record.replica_begin[r + 1]
-                                               : record.domains.size();
+    return r + 1 < record.replica_begin().size() ? record.replica_begin()[r + 1]
+                                                 : record.domains().size();
   }
   [[nodiscard]] Eigen::Index column(DomainId d) const {
     if (d.value >= topology_->size()) {
@@ -770,8 +783,8 @@ class Allocation {
   /// Sorted distinct hosts touched by a record.
   [[nodiscard]] std::vector<DomainId> hosts_of(const Record& record) const {
     std::vector<DomainId> hosts;
-    hosts.reserve(record.domains.size());  // one allocation, not one per doubling
-    for (DomainId d : record.domains) {
+    hosts.reserve(record.domains().size());  // one allocation, not one per doubling
+    for (DomainId d : record.domains()) {
       const DomainId host = topology_->ancestor_at(d, topology_->host_level());
       if (host.valid()) hosts.push_back(host);
     }
@@ -802,7 +815,7 @@ class Allocation {
     const BandKeys keys = band_keys(record.workload);
     for (std::size_t e = first; e < last; ++e) {
       const std::uint64_t entry_change = mix(change ^ e);
-      const DomainId domain = record.domains[e];
+      const DomainId domain = record.domains()[e];
       const auto amount = record.amounts.col(static_cast<Eigen::Index>(e));
       if (!change_log_.empty()) {  // empty only in a moved-from state
         change_log_[change_count_++ % change_log_.size()] = {versions_[Topology::root().value],
@@ -857,7 +870,7 @@ class Allocation {
   /// Makes room in the index, before any mutation, for the rows `record` may add.
   void reserve_holdings(const Record& record) {
     if (!record.workload.preemptible) return;
-    preemption_index_.reserve(*topology_, record.domains, record.workload.priority);
+    preemption_index_.reserve(*topology_, record.domains(), record.workload.priority);
   }
 
   /// Local used amount (the domain's own pools/device, excluding children).

@@ -447,7 +447,8 @@ template <CapacityView View>
   }
   // Pooled amounts: closest pools to the devices first — the pools of each enclosing domain's
   // subtree, walking up from the anchor (so CPU cores of the GPU's own NUMA node come first).
-  std::vector<std::pair<DomainId, ResourceVector>> drawn;
+  // The pools drawn from are entries [first_pool, end), one per pool, sorted by id at the end.
+  const auto first_pool = static_cast<std::ptrdiff_t>(entries.size());
   std::vector<DomainId> order;  // one list for every dimension: it grows once, not per dimension
   for (Eigen::Index i = 0; i < demand.pooled.size(); ++i) {
     Amount need = demand.pooled(i);
@@ -474,19 +475,19 @@ template <CapacityView View>
       if (topology.is_device(pool) || topology.local_capacity(pool, dim) == 0) continue;
       const Amount take = std::min(need, local_free(view, pool, dim));
       if (take <= 0) continue;
-      auto it = std::find_if(drawn.begin(), drawn.end(),
-                             [&](const auto& item) { return item.first == pool; });
-      if (it == drawn.end()) {
-        drawn.emplace_back(pool, schema.zeros());
-        it = drawn.end() - 1;
+      auto it = std::find_if(entries.begin() + first_pool, entries.end(),
+                             [&](const PlacementEntry& item) { return item.domain == pool; });
+      if (it == entries.end()) {
+        entries.push_back({pool, schema.zeros()});
+        it = entries.end() - 1;
       }
-      it->second(i) += take;
+      it->amount(i) += take;
       need -= take;
     }
   }
-  std::sort(drawn.begin(), drawn.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [pool, amount] : drawn) entries.push_back({pool, std::move(amount)});
+  // Pools are distinct, so the order by id is total (the sort need not be stable).
+  std::sort(entries.begin() + first_pool, entries.end(),
+            [](const PlacementEntry& a, const PlacementEntry& b) { return a.domain < b.domain; });
   return entries;
 }
 
@@ -520,7 +521,9 @@ template <CapacityView View>
     }
     if (!best.valid()) return std::nullopt;  // unreachable when the count above is exact
     ReplicaPlacement replica{detail::place_one(scratch, demand, best)};
-    scratch.consume(replica.entries);
+    // The overlay is read only by the replicas after this one: the last one (the only one of
+    // most workloads) leaves it as it is, which saves its copy of every entry.
+    if (r + 1 < demand.replicas) scratch.consume(replica.entries);
     placement.replicas.push_back(std::move(replica));
     if (demand.distinct_hosts)
       used_hosts.push_back(topology.ancestor_at(best, topology.host_level()));
