@@ -340,6 +340,70 @@ TEST_SUITE("index_blocks") {
     CHECK(racks_above_floor > racks_checked / 2);
   }
 
+  TEST_CASE("rack gangs pruned through blocks are listed by their per-host bounds") {
+    // A block opened only to list pruned racks keys each rack by its rack-gang bound and takes
+    // its per-host bound (every host's bands) only when it comes up: each listed rack must
+    // still be listed by that bound (or, as before, by its rack-level bound once that alone
+    // cannot win), in ascending order. A rack listed by its cheaper key, or re-keyed without
+    // its group's bound, fails here.
+    std::size_t listed = 0;
+    std::size_t above_gang_bound = 0;
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      const GeneratedCluster cluster =
+          wide_cluster(4 * block_size + 3, 32, seed, seed % 2 == 0 ? 0.9 : 0.95);
+      const Allocation& state = cluster.state;
+      for (const std::int32_t priority : {generated_priority::preemptor, 700, 400}) {
+        PreemptorSpec spec{PreemptorKind::rack_gang, 16, 2};
+        spec.priority = priority;
+        const Workload preemptor = make_preemptor(spec);
+        const auto check = [&](const auto& model) {
+          using Model = std::decay_t<decltype(model)>;
+          const detail::PreemptionContext<Model> context(state, preemptor, model);
+          const double floor = least_price_of(model);
+          const double grid = cost_grid_of(model);
+          detail::SearchLimits limits;
+          const solvers::detail::BranchAndBoundSearch exact(limits, detail::Clock::now());
+          for (const PreemptionPlan& plan :
+               {detail::solve_with("branch_and_bound", state, preemptor, model, exact, limits),
+                detail::solve_with("greedy", state, preemptor, model,
+                                   solvers::detail::GreedySearch{}, limits)}) {
+            if (!plan.has_victims_plan()) continue;
+            const detail::Tier* gang = nullptr;
+            for (const detail::Tier& tier : context.tiers())
+              if (context.gang_blocks(tier)) gang = &tier;
+            REQUIRE(gang != nullptr);
+            double previous = -std::numeric_limits<double>::infinity();
+            for (const DomainVerdict& verdict : plan.rejected) {
+              if (verdict.kind != RejectionKind::bound_unread &&
+                  verdict.kind != RejectionKind::bound)
+                continue;
+              INFO(preemptor.label(), " ", Model::name, " seed ", seed, " rack ",
+                   verdict.domain.value);
+              CHECK(verdict.value >= previous);  // the closest first
+              previous = verdict.value;
+              CHECK(verdict.value >= plan.cost);
+              if (verdict.kind != RejectionKind::bound_unread) continue;
+              const double banded =
+                  context.index_price_bound(*gang, verdict.domain, floor, grid, false);
+              const double per_host =
+                  context.index_price_bound(*gang, verdict.domain, floor, grid, true);
+              CHECK((verdict.value >= per_host || (banded >= plan.cost && verdict.value >= banded)));
+              above_gang_bound +=
+                  verdict.value > context.target_gang_bound(*gang, verdict.domain, floor, grid)
+                      ? 1
+                      : 0;
+              ++listed;
+            }
+          }
+        };
+        for_each_bound_model(check);
+      }
+    }
+    CHECK(listed > 100);
+    // Listed by more than their keys: the per-host bounds were taken.
+    CHECK(above_gang_bound > listed / 2);
+  }
+
   TEST_CASE("decisions through blocks equal the full scan's") {
     const cost::weighted_sum<cost::lost_work, cost::reload_time> priced{};
     const std::array<PreemptorSpec, 8> kinds{{{PreemptorKind::numa, 1},

@@ -159,6 +159,14 @@ struct TierSearch {
     /// members' targets, `target` its first member, keyed by `block_price_bound` (or by
     /// `block_gang_bound` when its members are the targets).
     std::uint32_t block = Allocation::index_no_block;
+    /// A gang target pushed by a group opened only to list pruned targets (`prune_rest`),
+    /// keyed by its rack-level and rack-gang bounds until it comes up: then re-keyed by the
+    /// bound it is listed by, `listed_from` (its group's bound) or its index bound with the
+    /// per-host one (O(hosts)), whichever is larger. That is never less than its key, so the
+    /// same targets are listed by the same bounds as when each took the per-host bound at
+    /// once, and only those that come up take it (the closest dozen, not every rack).
+    bool list_pending = false;
+    double listed_from = 0.0;  ///< with `list_pending`: its group's bound
   };
 
   /// The heap's order, a min-heap by (bound, id): usually only the first few domains are
@@ -616,6 +624,10 @@ struct TierSearch {
   /// together; else one by one, their bands fetched ahead). `for_listing`: as `open_group`.
   void open_into_targets(const Candidate& group, std::span<const DomainId> members,
                          bool on_one_host, bool for_listing) {
+    if (for_listing && group.block != Allocation::index_no_block) {
+      push_listed_gang_targets(group, members);
+      return;
+    }
     if (for_listing) {
       // Kept by the group's version in a decider's cache: a pruned group that did not change
       // lists its targets without a look at each.
@@ -652,6 +664,26 @@ struct TierSearch {
     }
   }
 
+  /// Pushes a gang block's targets `members` to be listed (`open_into_targets` for listing),
+  /// each keyed by its group's bound, rack-level bound and rack-gang bound, no host's bands
+  /// read: its per-host bound waits until it comes up in `prune_rest` (`list_pending`).
+  void push_listed_gang_targets(const Candidate& group, std::span<const DomainId> members) {
+    for_each_prefetching_bands(state, members, [&](std::size_t i) {
+      const DomainId target = members[i];
+      Candidate item{std::max(group.bound,
+                              context.index_price_bound_cached(tier_index, tier, target, floor,
+                                                               grid, false, cache)),
+                     target, false};
+      if (context.per_host_bound_applies(tier, target)) {
+        item.bound = std::max(item.bound, context.target_gang_bound(tier, target, floor, grid));
+        item.list_pending = true;
+        item.listed_from = group.bound;
+      }
+      candidates.push_back(item);
+      std::push_heap(candidates.begin(), candidates.end(), later);
+    });
+  }
+
   // --- Searching and pruning --------------------------------------------------------------
 
   /// Every domain left (`live` of them) has a bound at least the best cost: all are pruned at
@@ -666,6 +698,18 @@ struct TierSearch {
         const Candidate group = candidates.back();
         candidates.pop_back();
         open_group(group, true);
+        continue;
+      }
+      if (candidates.back().list_pending) {
+        // From a group opened for listing: re-keyed by the bound it is listed by.
+        Candidate item = candidates.back();
+        candidates.pop_back();
+        item.bound = std::max(item.listed_from,
+                              context.index_price_bound_cached(tier_index, tier, item.target,
+                                                               floor, grid, true, cache));
+        item.list_pending = false;
+        candidates.push_back(item);
+        std::push_heap(candidates.begin(), candidates.end(), later);
         continue;
       }
       if (candidates.back().refine) {
