@@ -96,7 +96,7 @@ TEST_SUITE("model") {
     const DomainId last = topology.domains_at(topology.host_level()).back();
     CHECK(topology.local_name(last) == "openb-node-1033");
     CHECK(topology.capacity(last)(cpu) == 128000);
-    CHECK_THROWS_WITH_AS(shapes::load_openb_nodes("/nonexistent.csv"),
+    CHECK_THROWS_WITH_AS(static_cast<void>(shapes::load_openb_nodes("/nonexistent.csv")),
                          doctest::Contains("/nonexistent.csv"), std::runtime_error);
   }
 
@@ -289,8 +289,10 @@ TEST_SUITE("model") {
         builder.add(node, "gpu", "g0", ResourceSchema::standard().make({{"gpu_milli", 1000}}));
     CHECK_THROWS_WITH_AS(builder.add(gpu, "gpu", "g1"), doctest::Contains("leaves"),
                          std::invalid_argument);
-    CHECK_THROWS_AS(ResourceSchema::standard().make({{"gpu_milli", -1}}), std::invalid_argument);
-    CHECK_THROWS_AS(ResourceSchema::standard().make({{"tpu", 1}}), std::invalid_argument);
+    CHECK_THROWS_AS(static_cast<void>(ResourceSchema::standard().make({{"gpu_milli", -1}})),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(static_cast<void>(ResourceSchema::standard().make({{"tpu", 1}})),
+                    std::invalid_argument);
     const Topology topology = builder.build();
     CHECK(topology.size() == 3);
     CHECK_THROWS_WITH_AS((void)topology.level_index("rack"),
