@@ -110,6 +110,12 @@ class IncrementalDecider {
   /// Groups (and index blocks) opened into the groups one level down afresh (and kept).
   [[nodiscard]] std::uint64_t fresh_openings() const noexcept { return cache_.opening_misses; }
 
+  /// Bounds of groups and index blocks that changed, answered from the cover they were last
+  /// taken from (the same bands and need, bit for bit), over the decider's life.
+  [[nodiscard]] std::uint64_t reused_covers() const noexcept { return cache_.cover_hits; }
+  /// Bounds of changed groups and blocks taken afresh from their bands (and kept).
+  [[nodiscard]] std::uint64_t fresh_covers() const noexcept { return cache_.cover_misses; }
+
   /// The preemptor decided for.
   [[nodiscard]] const Workload& preemptor() const noexcept { return preemptor_; }
 
