@@ -520,11 +520,12 @@ TEST_SUITE("incremental_decider") {
     }
   }
 
-  TEST_CASE("bounds of changed groups and blocks kept by their cover equal fresh ones") {
+  TEST_CASE("bounds of changed blocks kept by their cover equal fresh ones") {
     // Forty racks of four hosts: the racks lie in index blocks of sixteen. Each change moves
-    // the version of its host, rack and block, but seldom their bands' extremes or most idle
-    // host: those bounds come from the cover they were taken from (`kept_cover_bound`). A
-    // cover kept past a change of its bands or need would give another bound, bit for bit.
+    // the version of its block (and of its host and rack), but seldom the block's bands'
+    // extremes or most idle host: its bound comes from the cover it was taken from
+    // (`kept_cover_bound`). A cover kept past a change of its bands or need would give another
+    // bound, bit for bit.
     const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
     for (const std::uint64_t seed : {51U, 52U}) {
       for (const PreemptorSpec& spec : {PreemptorSpec{PreemptorKind::numa, 4},
@@ -579,8 +580,8 @@ TEST_SUITE("incremental_decider") {
 
   TEST_CASE("after many changes between calls the decider's plan is the cold plan") {
     // Fifty changes between two calls, as a scheduler's busy cycle: nearly every block and
-    // many racks changed; bounds come from kept covers, openings from kept children with
-    // their bounds taken again. Every plan, its verdicts included, is the cold one.
+    // many racks changed; block bounds come from kept covers, openings from kept children
+    // with their bounds taken again. Every plan, its verdicts included, is the cold one.
     const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
     std::uint64_t reused_covers = 0;
     std::uint64_t fresh_openings = 0;

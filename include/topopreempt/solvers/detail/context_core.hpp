@@ -300,11 +300,6 @@ class PreemptionContext {
   /// may evict, so the model's declared rate bounds them all. O(hosts in the group + bands).
   [[nodiscard]] double group_price_bound(const Tier& tier, DomainId group, double floor,
                                          double grid) const;
-  /// `group_price_bound`, its bound from `kept` (with `cache`'s scratch) when both are given
-  /// and the group's bands and need are those `kept` holds (`kept_cover_bound`).
-  [[nodiscard]] double group_price_bound_kept(const Tier& tier, DomainId group, double floor,
-                                              double grid, ScanCache::KeptCover* kept,
-                                              ScanCache* cache) const;
   /// `group_price_bound`, answered from `cache` (when not null) while the group's version is
   /// the one it was taken at (and the floor and grid are those of
   /// `ScanCache::keep_bounds_for`): a decider's later call takes anew only the bounds of groups

@@ -742,14 +742,6 @@ bool PreemptionContext<Model>::grouped(const Tier& tier) const {
 template <CostModel Model>
 double PreemptionContext<Model>::group_price_bound(const Tier& tier, DomainId group, double floor,
                                                    double grid) const {
-  return group_price_bound_kept(tier, group, floor, grid, nullptr, nullptr);
-}
-
-template <CostModel Model>
-double PreemptionContext<Model>::group_price_bound_kept(const Tier& tier, DomainId group,
-                                                        double floor, double grid,
-                                                        ScanCache::KeptCover* kept,
-                                                        ScanCache* cache) const {
   if constexpr (!IndexPricedModel<Model>) {
     return floor;
   } else {
@@ -768,13 +760,8 @@ double PreemptionContext<Model>::group_price_bound_kept(const Tier& tier, Domain
       for (const DomainId host : topology_.domains_at(host_level, group))
         most_idle = std::max(most_idle, free_in(state_, host, whole_device_dim));
     }
-    const double need = total_demand(tier, whole_device_dim) - most_idle;
-    if (kept == nullptr || !(need > 0.0)) return banded_price_bound(group, need, floor, grid);
-    // As `banded_price_bound`, from the kept cover when the group's bands are still those.
-    return kept_cover_bound(
-        *kept, *cache,
-        [&](const auto& visit) { state_.for_each_index_band(group, preemptor_.priority, visit); },
-        need, topology_.level(group) < host_level, floor, grid);
+    return banded_price_bound(group, total_demand(tier, whole_device_dim) - most_idle, floor,
+                              grid);
   }
 }
 
@@ -797,11 +784,8 @@ double PreemptionContext<Model>::group_price_bound_cached(std::size_t tier_index
     ++cache->group_hits;
     return entry.bound;
   }
-  entry.valid = false;  // stays so if the bound throws
-  const double bound = group_price_bound_kept(tier, group, floor, grid, &entry.cover, cache);
-  entry.version = version;
-  entry.bound = bound;
-  entry.valid = true;
+  const double bound = group_price_bound(tier, group, floor, grid);
+  entry = {version, bound, true};
   ++cache->group_misses;
   return bound;
 }
@@ -968,15 +952,22 @@ double PreemptionContext<Model>::block_price_bound(const Tier& tier, std::uint32
     }
     const double need = total_demand(tier, whole_device_dim) - most_idle;
     if (!(need > 0.0)) return floor;
-    const auto for_each_band = [&](const auto& visit) {
-      state_.for_each_index_block_band(block, preemptor_.priority, visit);
-    };
     if (cache != nullptr) {
       if (cache->block_covers.size() <= block) cache->block_covers.resize(std::size_t{block} + 1);
-      return kept_cover_bound(cache->block_covers[block], *cache, for_each_band, need, true,
-                              floor, grid);
+      return kept_cover_bound(
+          cache->block_covers[block], *cache,
+          [&](const auto& visit) {
+            state_.for_each_index_block_band(block, preemptor_.priority, visit);
+          },
+          need, true, floor, grid);
     }
-    return price_bound_of(index_cover_from(for_each_band, need, true), floor, grid);
+    return price_bound_of(
+        index_cover_from(
+            [&](const auto& visit) {
+              state_.for_each_index_block_band(block, preemptor_.priority, visit);
+            },
+            need, true),
+        floor, grid);
   }
 }
 

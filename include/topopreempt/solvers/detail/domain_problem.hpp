@@ -164,10 +164,10 @@ struct ScanCache {
   /// A bound taken from an index cover (`price_bound_of(index_cover_from(...))`), kept with
   /// everything the cover read: the bands it visited, in order, the need (its bits) and
   /// whether it took the least action price. The bound is a function of those alone (and of
-  /// the model, floor and grid), so when a domain that changed still has those bands and that
-  /// need, bit for bit, the kept bound is its bound: a change that moved no band's extremes
-  /// and not the most idle devices of a host keeps it. Bands keep extremes, not sums, so most
-  /// changes move none. Taken under `bounds_floor` and `bounds_grid`.
+  /// the model, floor and grid), so when an index block that changed still has those bands
+  /// and that need, bit for bit, the kept bound is its bound: a change that moved no band's
+  /// extremes and not the most idle devices of a host keeps it. Bands keep extremes, not
+  /// sums, so most changes move none. Taken under `bounds_floor` and `bounds_grid`.
   struct KeptCover {
     bool valid = false;
     bool least_action = false;
@@ -177,13 +177,11 @@ struct ScanCache {
   };
   /// A group's index bound (`group_price_bound`), kept with the group's version: a group
   /// whose subtree did not change has the same bands and idle devices, so the same bound, bit
-  /// for bit. Taken under `bounds_floor` and `bounds_grid`. When the version changed, `cover`
-  /// may still answer (its bands and need unchanged).
+  /// for bit. Taken under `bounds_floor` and `bounds_grid`.
   struct GroupBound {
     std::uint64_t version = 0;
     double bound = 0.0;
     bool valid = false;
-    KeptCover cover;
   };
   /// Per tier, per level, per group by ordinal in its level (groups lie at or above the host
   /// level).
@@ -295,9 +293,9 @@ struct ScanCache {
   std::uint64_t admission_misses = 0;  ///< groups whose targets were admitted afresh (stored)
   std::uint64_t opening_hits = 0;    ///< groups opened into their children from the cache
   std::uint64_t opening_misses = 0;  ///< groups opened into their children afresh (stored)
-  /// Bounds of changed groups and blocks answered from their kept cover (same bands, need).
+  /// Bounds of changed index blocks answered from their kept cover (same bands, need).
   std::uint64_t cover_hits = 0;
-  std::uint64_t cover_misses = 0;  ///< covers taken afresh (and kept)
+  std::uint64_t cover_misses = 0;  ///< block covers taken afresh (and kept)
   std::uint64_t hits = 0;    ///< scans answered from the cache
   std::uint64_t misses = 0;  ///< scans done (and stored)
   /// Scratch of one batch, kept so that a batch (one per host) allocates nothing: the targets
