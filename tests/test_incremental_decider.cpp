@@ -578,6 +578,72 @@ TEST_SUITE("incremental_decider") {
     }
   }
 
+  TEST_CASE("a block whose bands change under the same need takes its bound again") {
+    // A workload in each block checkpoints (its lost work drops to none) and keeps its
+    // devices: the block's most idle host, so its need, stays, but its bands' least lost
+    // work moves. The kept cover no longer matches: the bound is taken again, bit for bit the
+    // fresh one.
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    GeneratedCluster cluster = elastic_cluster(160, 4, 71, 0.97);
+    Allocation& state = cluster.state;
+    const Topology& topology = state.topology();
+    const Workload preemptor = make_preemptor({PreemptorKind::numa, 4});
+    const auto block_level = static_cast<LevelIndex>(topology.host_level() - 1);
+    detail::ScanCache cache;
+    const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+    const auto check_blocks = [&] {
+      const detail::PreemptionContext<decltype(model)> context(state, preemptor, model);
+      const double floor = context.price_floor();
+      const double grid = context.cost_grid();
+      cache.keep_bounds_for(floor, grid);
+      std::size_t checked = 0;
+      for (const detail::Tier& tier : context.tiers()) {
+        if (!context.grouped(tier)) continue;
+        for (const DomainId rack : topology.domains_at(block_level)) {
+          const std::uint32_t b = state.index_block_of(rack);
+          if (b == Allocation::index_no_block) continue;
+          INFO("block ", b);
+          CHECK(bits(context.block_price_bound(tier, b, floor, grid, &cache)) ==
+                bits(context.block_price_bound(tier, b, floor, grid)));
+          ++checked;
+        }
+      }
+      return checked;
+    };
+    REQUIRE(check_blocks() > 0);
+    const std::uint64_t misses = cache.cover_misses;
+    // In every block, the workload of least priority below the preemptor's checkpoints now.
+    std::size_t moved = 0;
+    for (const DomainId rack : topology.domains_at(block_level)) {
+      const std::uint32_t b = state.index_block_of(rack);
+      if (b == Allocation::index_no_block ||
+          rack != topology.domains_at(block_level)[state.index_block_ordinals(b).first])
+        continue;  // the block's first rack only
+      for (const DomainId host : topology.domains_at(topology.host_level(), rack)) {
+        bool done = false;
+        for (const WorkloadId id : state.occupants(host)) {
+          Workload workload = state.workload(id);
+          if (workload.priority >= preemptor.priority ||
+              !(workload.cost.seconds_since_checkpoint > 0.0))
+            continue;
+          const Placement placement = state.placement(id);
+          state.remove(id);
+          workload.cost.seconds_since_checkpoint = 0.0;
+          state.add(workload, placement);
+          done = true;
+          break;
+        }
+        if (done) {
+          ++moved;
+          break;
+        }
+      }
+    }
+    REQUIRE(moved > 0);
+    (void)check_blocks();
+    CHECK(cache.cover_misses > misses);  // bands moved: taken again
+  }
+
   TEST_CASE("after many changes between calls the decider's plan is the cold plan") {
     // Fifty changes between two calls, as a scheduler's busy cycle: nearly every block and
     // many racks changed; block bounds come from kept covers, openings from kept children
