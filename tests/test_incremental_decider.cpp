@@ -520,6 +520,164 @@ TEST_SUITE("incremental_decider") {
     }
   }
 
+  TEST_CASE("bounds of changed blocks kept by their cover equal fresh ones") {
+    // Forty racks of four hosts: the racks lie in index blocks of sixteen. Each change moves
+    // the version of its block (and of its host and rack), but seldom the block's bands'
+    // extremes or most idle host: its bound comes from the cover it was taken from
+    // (`kept_cover_bound`). A cover kept past a change of its bands or need would give another
+    // bound, bit for bit.
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    for (const std::uint64_t seed : {51U, 52U}) {
+      for (const PreemptorSpec& spec : {PreemptorSpec{PreemptorKind::numa, 4},
+                                        PreemptorSpec{PreemptorKind::node, 8}}) {
+        GeneratedCluster cluster = elastic_cluster(160, 4, seed, 0.97);
+        const Workload preemptor = make_preemptor(spec);
+        const Allocation& state = cluster.state;
+        const Topology& topology = state.topology();
+        const auto block_level = static_cast<LevelIndex>(topology.host_level() - 1);
+        std::uint32_t blocks = 0;
+        for (const DomainId d : topology.domains_at(block_level)) {
+          const std::uint32_t b = state.index_block_of(d);
+          if (b != Allocation::index_no_block) blocks = std::max(blocks, b + 1);
+        }
+        REQUIRE(blocks > 1);
+        detail::ScanCache cache;
+        std::vector<std::pair<Workload, Placement>> removed;
+        std::mt19937_64 random(seed * 11 + static_cast<std::uint64_t>(spec.gpus));
+        const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+        for (int round = 0; round < 40; ++round) {
+          INFO("seed ", seed, " round ", round, " ", to_string(spec.kind));
+          const detail::PreemptionContext<decltype(model)> context(state, preemptor, model);
+          const double floor = context.price_floor();
+          const double grid = context.cost_grid();
+          cache.keep_bounds_for(floor, grid);
+          for (std::size_t t = 0; t < context.tiers().size(); ++t) {
+            const detail::Tier& tier = context.tiers()[t];
+            if (!context.grouped(tier)) continue;
+            for (std::uint32_t b = 0; b < blocks; ++b) {
+              INFO("tier ", t, " block ", b);
+              CHECK(bits(context.block_price_bound(tier, b, floor, grid, &cache)) ==
+                    bits(context.block_price_bound(tier, b, floor, grid)));
+            }
+            for (LevelIndex level = 1; level <= topology.host_level(); ++level) {
+              for (const DomainId group : topology.domains_at(level)) {
+                INFO("tier ", t, " group ", group.value);
+                CHECK(bits(context.group_price_bound_cached(t, tier, group, floor, grid,
+                                                            &cache)) ==
+                      bits(context.group_price_bound(tier, group, floor, grid)));
+              }
+            }
+          }
+          const int changes = 1 + static_cast<int>(random() % 6);
+          for (int c = 0; c < changes; ++c) change(cluster.state, removed, random);
+        }
+        INFO("seed ", seed, " ", to_string(spec.kind));
+        CHECK(cache.cover_hits > 0);    // changed, same bands and need: the kept bound
+        CHECK(cache.cover_misses > 0);  // changed bands or need: taken afresh
+      }
+    }
+  }
+
+  TEST_CASE("a block whose bands change under the same need takes its bound again") {
+    // A workload in each block checkpoints (its lost work drops to none) and keeps its
+    // devices: the block's most idle host, so its need, stays, but its bands' least lost
+    // work moves. The kept cover no longer matches: the bound is taken again, bit for bit the
+    // fresh one.
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    GeneratedCluster cluster = elastic_cluster(160, 4, 71, 0.97);
+    Allocation& state = cluster.state;
+    const Topology& topology = state.topology();
+    const Workload preemptor = make_preemptor({PreemptorKind::numa, 4});
+    const auto block_level = static_cast<LevelIndex>(topology.host_level() - 1);
+    detail::ScanCache cache;
+    const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+    const auto check_blocks = [&] {
+      const detail::PreemptionContext<decltype(model)> context(state, preemptor, model);
+      const double floor = context.price_floor();
+      const double grid = context.cost_grid();
+      cache.keep_bounds_for(floor, grid);
+      std::size_t checked = 0;
+      for (const detail::Tier& tier : context.tiers()) {
+        if (!context.grouped(tier)) continue;
+        for (const DomainId rack : topology.domains_at(block_level)) {
+          const std::uint32_t b = state.index_block_of(rack);
+          if (b == Allocation::index_no_block) continue;
+          INFO("block ", b);
+          CHECK(bits(context.block_price_bound(tier, b, floor, grid, &cache)) ==
+                bits(context.block_price_bound(tier, b, floor, grid)));
+          ++checked;
+        }
+      }
+      return checked;
+    };
+    REQUIRE(check_blocks() > 0);
+    const std::uint64_t misses = cache.cover_misses;
+    // In every block, the workload of least priority below the preemptor's checkpoints now.
+    std::size_t moved = 0;
+    for (const DomainId rack : topology.domains_at(block_level)) {
+      const std::uint32_t b = state.index_block_of(rack);
+      if (b == Allocation::index_no_block ||
+          rack != topology.domains_at(block_level)[state.index_block_ordinals(b).first])
+        continue;  // the block's first rack only
+      for (const DomainId host : topology.domains_at(topology.host_level(), rack)) {
+        bool done = false;
+        for (const WorkloadId id : state.occupants(host)) {
+          Workload workload = state.workload(id);
+          if (workload.priority >= preemptor.priority ||
+              !(workload.cost.seconds_since_checkpoint > 0.0))
+            continue;
+          const Placement placement = state.placement(id);
+          state.remove(id);
+          workload.cost.seconds_since_checkpoint = 0.0;
+          state.add(workload, placement);
+          done = true;
+          break;
+        }
+        if (done) {
+          ++moved;
+          break;
+        }
+      }
+    }
+    REQUIRE(moved > 0);
+    (void)check_blocks();
+    CHECK(cache.cover_misses > misses);  // bands moved: taken again
+  }
+
+  TEST_CASE("after many changes between calls the decider's plan is the cold plan") {
+    // Fifty changes between two calls, as a scheduler's busy cycle: nearly every block and
+    // many racks changed; block bounds come from kept covers, openings from kept children
+    // with their bounds taken again. Every plan, its verdicts included, is the cold one.
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    std::uint64_t reused_covers = 0;
+    std::uint64_t fresh_openings = 0;
+    for (const std::uint64_t seed : {61U, 62U}) {
+      for (const PreemptorSpec& spec : {PreemptorSpec{PreemptorKind::numa, 4},
+                                        PreemptorSpec{PreemptorKind::nvlink_island, 8},
+                                        PreemptorSpec{PreemptorKind::node, 8},
+                                        PreemptorSpec{PreemptorKind::rack_gang, 16, 2}}) {
+        GeneratedCluster cluster = elastic_cluster(160, 4, seed, 0.97);
+        const Workload preemptor = make_preemptor(spec);
+        const auto greedy = solvers::greedy.without_text();
+        IncrementalDecider quick(greedy, model, preemptor);
+        IncrementalDecider exact(solvers::branch_and_bound, model, preemptor);
+        std::vector<std::pair<Workload, Placement>> removed;
+        std::mt19937_64 random(seed * 13 + static_cast<std::uint64_t>(spec.gpus));
+        for (int round = 0; round < 8; ++round) {
+          INFO("seed ", seed, " round ", round, " ", to_string(spec.kind));
+          check_same_plan(quick.decide(cluster.state), greedy.solve(cluster.state, preemptor, model));
+          check_same_plan(exact.decide(cluster.state),
+                          solvers::branch_and_bound.solve(cluster.state, preemptor, model));
+          for (int c = 0; c < 50; ++c) change(cluster.state, removed, random);
+        }
+        reused_covers += quick.reused_covers() + exact.reused_covers();
+        fresh_openings += quick.fresh_openings() + exact.fresh_openings();
+      }
+    }
+    CHECK(reused_covers > 0);
+    CHECK(fresh_openings > 0);
+  }
+
   // A small generated cluster: 8 nodes, 4 per rack.
   GeneratedCluster two_racks_of_four() {
     ClusterSpec spec;

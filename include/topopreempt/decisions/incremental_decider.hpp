@@ -31,8 +31,12 @@ namespace topopreempt {
 /// 40 a group), and for every group and index block what opening it into the groups a level
 /// down pushed (each child's bound and target count: 16 bytes a child, 40 an opening), by the
 /// group's version or a digest of the block's domains' versions: an unchanged group admits
-/// its targets, or opens, without a look at each. All of it is bounded by the topology (one
-/// entry per target, group and block per tier), never by the number of calls. The searches
+/// its targets, or opens, without a look at each; a changed one opens into the children it
+/// kept and takes only their bounds again, each by its own version. The bound of an index
+/// block that changed is kept with the bands and need it was taken from (64 bytes a band):
+/// when they are the same, bit for bit (a change seldom moves a band's extremes or the most
+/// idle host), the kept bound is the bound. All of it is bounded by the topology (one entry
+/// per target, group and block per tier), never by the number of calls. The searches
 /// themselves are redone (they depend on the incumbent of the call).
 ///
 /// `decide(state)` returns exactly the plan `solver.solve(state, preemptor, model)` returns
@@ -109,6 +113,12 @@ class IncrementalDecider {
   [[nodiscard]] std::uint64_t reused_openings() const noexcept { return cache_.opening_hits; }
   /// Groups (and index blocks) opened into the groups one level down afresh (and kept).
   [[nodiscard]] std::uint64_t fresh_openings() const noexcept { return cache_.opening_misses; }
+
+  /// Bounds of index blocks that changed, answered from the cover they were last taken from
+  /// (the same bands and need, bit for bit), over the decider's life.
+  [[nodiscard]] std::uint64_t reused_covers() const noexcept { return cache_.cover_hits; }
+  /// Bounds of changed index blocks taken afresh from their bands (and kept).
+  [[nodiscard]] std::uint64_t fresh_covers() const noexcept { return cache_.cover_misses; }
 
   /// The preemptor decided for.
   [[nodiscard]] const Workload& preemptor() const noexcept { return preemptor_; }

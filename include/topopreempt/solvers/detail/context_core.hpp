@@ -386,12 +386,21 @@ class PreemptionContext {
                                             bool least_action) const;
   /// `banded_price_bound`'s bound from a cover already taken (`need` > 0).
   [[nodiscard]] double price_bound_of(const IndexCover& cover, double floor, double grid) const;
+  /// `price_bound_of(index_cover_from(for_each_band, need, least_action), floor, grid)`,
+  /// answered from `kept` when the bands `for_each_band` visits, `need` and `least_action`
+  /// are, bit for bit, those it was taken from (else taken and kept there): the same bound,
+  /// without the model's rates. O(bands) either way.
+  template <class ForEachBand>
+  [[nodiscard]] double kept_cover_bound(ScanCache::KeptCover& kept, ScanCache& cache,
+                                        ForEachBand&& for_each_band, double need,
+                                        bool least_action, double floor, double grid) const;
   /// A bound for every target of `tier` under the members of the preemption index's block
   /// `block` (`Allocation::index_block_of`): `group_price_bound` over them at once, from the
   /// block's bands and the most idle devices of any host under them, so that a block whose
   /// bound cannot win is dismissed without reading its members' bands.
+  /// `cache` (optional) keeps the block's host run (`ScanCache::block_hosts`).
   [[nodiscard]] double block_price_bound(const Tier& tier, std::uint32_t block, double floor,
-                                         double grid) const;
+                                         double grid, ScanCache* cache = nullptr) const;
   /// Whether the targets of `tier` are taken by the preemption index's blocks under the
   /// per-host gang bound (`block_gang_bound`): for an `IndexPricedModel`, a gang of whole
   /// devices whose replicas each lie in one host and never two in one (`distinct_hosts`, or 2 x
@@ -406,8 +415,9 @@ class PreemptionContext {
   /// than any member's `per_host_index_bound` (its rounding is counted twice over, so that
   /// where the two agree the block's is the lower), and a lower bound on every plan in it.
   /// O(hosts' idle buckets + R x block bands): no member's or host's bands are read.
+  /// `cache` (optional) keeps the block's host run (`ScanCache::block_hosts`).
   [[nodiscard]] double block_gang_bound(const Tier& tier, std::uint32_t block, double floor,
-                                        double grid) const;
+                                        double grid, ScanCache* cache = nullptr) const;
   /// As `block_gang_bound` over one gang target (`per_host_bound_applies`) alone, from its own
   /// bands and its hosts' idle counts: no host's bands are read, and never more than its
   /// `per_host_index_bound` (O(idle buckets + R x its bands)). The driver keys a target by it
@@ -496,8 +506,10 @@ class PreemptionContext {
   [[nodiscard]] static bool takes_whole_devices(const Tier& tier) {
     return std::find(tier.dims.begin(), tier.dims.end(), whole_device_dim) != tier.dims.end();
   }
-  /// The host-level ordinals [first, last) of the hosts under block b's members (one run).
-  [[nodiscard]] std::pair<std::size_t, std::size_t> block_host_ordinals(std::uint32_t block) const;
+  /// The host-level ordinals [first, last) of the hosts under block b's members (one run),
+  /// kept in `cache` when given (a fact of the topology, searched for once).
+  [[nodiscard]] std::pair<std::size_t, std::size_t> block_host_ordinals(std::uint32_t block,
+                                                                        ScanCache* cache) const;
   /// The gang bound over the hosts of ordinals [host_first, host_last) and the bands
   /// `for_each_band` visits (`block_gang_bound`, `target_gang_bound`).
   template <class ForEachBand>

@@ -872,6 +872,56 @@ IndexCover PreemptionContext<Model>::index_cover_from(ForEachBand&& for_each_ban
   return out;
 }
 
+namespace cover_detail {
+/// Whether two bands are the same, bit for bit (a bound read from one is the other's).
+[[nodiscard]] inline bool same_band(const IndexBand& a, const IndexBand& b) noexcept {
+  // Every field is compared below: a field added to the band must be added there too.
+  static_assert(sizeof(IndexBand) == 64, "compare every field of IndexBand in same_band");
+  const auto bits = [](double value) { return std::bit_cast<std::uint64_t>(value); };
+  return a.priority == b.priority &&
+         bits(a.least_lost_work_per_entry) == bits(b.least_lost_work_per_entry) &&
+         bits(a.least_model_gib_per_entry) == bits(b.least_model_gib_per_entry) &&
+         a.most_entries_per_victim == b.most_entries_per_victim &&
+         bits(a.second_least_lost_work_per_entry) == bits(b.second_least_lost_work_per_entry) &&
+         a.entries_of_least_lost_work == b.entries_of_least_lost_work &&
+         bits(a.least_lost_work_per_replica) == bits(b.least_lost_work_per_replica) &&
+         bits(a.least_model_gib_per_replica) == bits(b.least_model_gib_per_replica);
+}
+}  // namespace cover_detail
+
+template <CostModel Model>
+template <class ForEachBand>
+double PreemptionContext<Model>::kept_cover_bound(ScanCache::KeptCover& kept, ScanCache& cache,
+                                                  ForEachBand&& for_each_band, double need,
+                                                  bool least_action, double floor,
+                                                  double grid) const {
+  auto& bands = cache.band_scratch;
+  bands.clear();
+  for_each_band([&](const IndexBand& band) { bands.push_back(band); });
+  const auto need_bits = std::bit_cast<std::uint64_t>(need);
+  if (kept.valid && kept.need == need_bits && kept.least_action == least_action &&
+      std::equal(bands.begin(), bands.end(), kept.bands.begin(), kept.bands.end(),
+                 cover_detail::same_band)) {
+    ++cache.cover_hits;
+    return kept.bound;
+  }
+  kept.valid = false;  // stays so if the bound throws
+  const double bound = price_bound_of(
+      index_cover_from(
+          [&](const auto& visit) {
+            for (const IndexBand& band : bands) visit(band);
+          },
+          need, least_action),
+      floor, grid);
+  kept.bands.assign(bands.begin(), bands.end());
+  kept.need = need_bits;
+  kept.least_action = least_action;
+  kept.bound = bound;
+  kept.valid = true;
+  ++cache.cover_misses;
+  return bound;
+}
+
 template <CostModel Model>
 double PreemptionContext<Model>::banded_price_bound(DomainId where, double need, double floor,
                                                     double grid) const {
@@ -886,7 +936,8 @@ double PreemptionContext<Model>::banded_price_bound(DomainId where, double need,
 
 template <CostModel Model>
 double PreemptionContext<Model>::block_price_bound(const Tier& tier, std::uint32_t block,
-                                                   double floor, double grid) const {
+                                                   double floor, double grid,
+                                                   ScanCache* cache) const {
   if constexpr (!IndexPricedModel<Model>) {
     return floor;
   } else {
@@ -897,7 +948,7 @@ double PreemptionContext<Model>::block_price_bound(const Tier& tier, std::uint32
     double most_idle = 0.0;
     const auto& idle_index = state_.idle_device_index();
     const auto all_hosts = topology_.domains_at(host_level);
-    const auto [host_first, host_last] = block_host_ordinals(block);
+    const auto [host_first, host_last] = block_host_ordinals(block, cache);
     if (idle_index.covers(host_level)) {
       most_idle = static_cast<double>(
           std::max<std::int64_t>(idle_index.most_idle_in(host_level, host_first, host_last), 0));
@@ -907,6 +958,15 @@ double PreemptionContext<Model>::block_price_bound(const Tier& tier, std::uint32
     }
     const double need = total_demand(tier, whole_device_dim) - most_idle;
     if (!(need > 0.0)) return floor;
+    if (cache != nullptr) {
+      if (cache->block_covers.size() <= block) cache->block_covers.resize(std::size_t{block} + 1);
+      return kept_cover_bound(
+          cache->block_covers[block], *cache,
+          [&](const auto& visit) {
+            state_.for_each_index_block_band(block, preemptor_.priority, visit);
+          },
+          need, true, floor, grid);
+    }
     return price_bound_of(
         index_cover_from(
             [&](const auto& visit) {
@@ -919,7 +979,16 @@ double PreemptionContext<Model>::block_price_bound(const Tier& tier, std::uint32
 
 template <CostModel Model>
 std::pair<std::size_t, std::size_t> PreemptionContext<Model>::block_host_ordinals(
-    std::uint32_t block) const {
+    std::uint32_t block, ScanCache* cache) const {
+  if (cache != nullptr) {
+    if (cache->block_hosts.size() <= block) cache->block_hosts.resize(std::size_t{block} + 1);
+    auto& kept = cache->block_hosts[block];
+    if (kept.first == kept.second) {
+      const auto [first, last] = block_host_ordinals(block, nullptr);
+      kept = {static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(last)};
+    }
+    return {kept.first, kept.second};
+  }
   const LevelIndex host_level = topology_.host_level();
   const auto [first, last] = state_.index_block_ordinals(block);
   const auto members =
@@ -955,8 +1024,9 @@ bool PreemptionContext<Model>::gang_blocks(const Tier& tier) const {
 
 template <CostModel Model>
 double PreemptionContext<Model>::block_gang_bound(const Tier& tier, std::uint32_t block,
-                                                  double floor, double grid) const {
-  const auto [host_first, host_last] = block_host_ordinals(block);
+                                                  double floor, double grid,
+                                                  ScanCache* cache) const {
+  const auto [host_first, host_last] = block_host_ordinals(block, cache);
   return gang_bound_over(
       tier, host_first, host_last,
       [&](const auto& visit) {

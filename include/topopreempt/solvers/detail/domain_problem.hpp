@@ -18,6 +18,7 @@
 
 #include "topopreempt/model/allocation.hpp"
 #include "topopreempt/model/capacity_view.hpp"
+#include "topopreempt/model/index_band.hpp"
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/plan/detail/dependencies.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
@@ -160,6 +161,20 @@ struct ScanCache {
     bool local = false;
   };
   std::vector<TierShape> shapes;
+  /// A bound taken from an index cover (`price_bound_of(index_cover_from(...))`), kept with
+  /// everything the cover read: the bands it visited, in order, the need (its bits) and
+  /// whether it took the least action price. The bound is a function of those alone (and of
+  /// the model, floor and grid), so when an index block that changed still has those bands
+  /// and that need, bit for bit, the kept bound is its bound: a change that moved no band's
+  /// extremes and not the most idle devices of a host keeps it. Bands keep extremes, not
+  /// sums, so most changes move none. Taken under `bounds_floor` and `bounds_grid`.
+  struct KeptCover {
+    bool valid = false;
+    bool least_action = false;
+    std::uint64_t need = 0;
+    double bound = 0.0;
+    std::vector<IndexBand> bands;
+  };
   /// A group's index bound (`group_price_bound`), kept with the group's version: a group
   /// whose subtree did not change has the same bands and idle devices, so the same bound, bit
   /// for bit. Taken under `bounds_floor` and `bounds_grid`.
@@ -220,7 +235,12 @@ struct ScanCache {
       std::uint32_t members = 0;
     };
     std::uint64_t key = 0;
-    bool valid = false;
+    bool valid = false;  ///< the children's bounds are those under `key`
+    /// The children and their target counts are known (the topology's, for the children
+    /// starting at `first`), even when their bounds are stale: a changed group opens by
+    /// taking its children's bounds again, each by the child's own version, without finding
+    /// which children hold targets and how many.
+    bool shaped = false;
     DomainId first;  ///< the first child, so that a block's entry is for the same domains
     std::vector<Child> children;
   };
@@ -228,6 +248,21 @@ struct ScanCache {
   /// index blocks, per block (`block_openings`). Taken under `bounds_floor` and `bounds_grid`.
   std::vector<std::vector<std::vector<Opening>>> group_openings;
   std::vector<std::vector<Opening>> block_openings;
+  /// Per index block, the host-level ordinals [first, last) of the hosts under its members
+  /// (`PreemptionContext::block_host_ordinals`), found on first use: the topology's alone (two
+  /// binary searches a block on an irregular tree, every call), so never dropped. An empty
+  /// run means not yet found.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> block_hosts;
+  /// Per index block, the cover its bound (`block_price_bound`) was last taken from: a block
+  /// no longer has the version digest it had (after a hundred changes nearly every block
+  /// changed somewhere), but seldom other bands or another most idle host. Kept per block
+  /// for every tier: the need is part of what it is kept with.
+  std::vector<KeptCover> block_covers;
+  /// Scratch of `PreemptionContext::kept_cover_bound`: the bands of the domain being bounded.
+  std::vector<IndexBand> band_scratch;
+  /// Per tier, the capacity its search's heap of candidates reached in an earlier call: the
+  /// next call reserves it at once instead of growing the heap by copies.
+  std::vector<std::size_t> candidate_capacity;
   /// The price floor and cost grid every kept bound was taken under (their bits; a NaN bit
   /// pattern at first, which no declared floor has).
   std::uint64_t bounds_floor = ~std::uint64_t{0};
@@ -246,6 +281,7 @@ struct ScanCache {
     admissions.clear();
     group_openings.clear();
     block_openings.clear();
+    block_covers.clear();
     bounds_floor = floor_bits;
     bounds_grid = grid_bits;
   }
@@ -257,6 +293,9 @@ struct ScanCache {
   std::uint64_t admission_misses = 0;  ///< groups whose targets were admitted afresh (stored)
   std::uint64_t opening_hits = 0;    ///< groups opened into their children from the cache
   std::uint64_t opening_misses = 0;  ///< groups opened into their children afresh (stored)
+  /// Bounds of changed index blocks answered from their kept cover (same bands, need).
+  std::uint64_t cover_hits = 0;
+  std::uint64_t cover_misses = 0;  ///< block covers taken afresh (and kept)
   std::uint64_t hits = 0;    ///< scans answered from the cache
   std::uint64_t misses = 0;  ///< scans done (and stored)
   /// Scratch of one batch, kept so that a batch (one per host) allocates nothing: the targets

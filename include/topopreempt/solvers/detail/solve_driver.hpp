@@ -189,7 +189,10 @@ struct TierSearch {
         grid(run.grid),
         tier_index(tier_index),
         tier(run.context.tiers()[tier_index]),
-        host_level(run.context.topology().host_level()) {}
+        host_level(run.context.topology().host_level()) {
+    if (cache != nullptr && tier_index < cache->candidate_capacity.size())
+      candidates.reserve(cache->candidate_capacity[tier_index]);
+  }
 
   /// Phase "candidate order": fills the heap (and the unread list) that `search_domains` takes
   /// from, reading as little as possible: under the full scan every domain is read first, under
@@ -294,6 +297,13 @@ struct TierSearch {
         continue;
       }
       search_domain(item, live);
+    }
+    if (cache != nullptr) {
+      // The heap's size for the next call to reserve (it holds about as many then).
+      if (cache->candidate_capacity.size() <= tier_index)
+        cache->candidate_capacity.resize(tier_index + 1);
+      cache->candidate_capacity[tier_index] =
+          std::max(cache->candidate_capacity[tier_index], candidates.capacity());
     }
   }
 
@@ -493,8 +503,29 @@ struct TierSearch {
         push_child_group(parent, child.child, child.bound, child.members);
       return;
     }
+    if (kept != nullptr && kept->shaped && kept->first == children.front()) {
+      // Changed, but the same children: only bounds can differ, and each child's is taken
+      // by its own version (most children did not change: a lookup).
+      kept->valid = false;  // stays so if a bound throws
+      auto& kids = kept->children;
+      for (std::size_t i = 0; i < std::min(prefetch_distance, kids.size()); ++i)
+        state.prefetch_index_bands(kids[i].child);
+      for (std::size_t i = 0; i < kids.size(); ++i) {
+        if (i + prefetch_distance < kids.size())
+          state.prefetch_index_bands(kids[i + prefetch_distance].child);
+        ScanCache::Opening::Child& kid = kids[i];
+        kid.bound = context.group_price_bound_cached(tier_index, tier, kid.child, floor, grid,
+                                                     cache);
+        push_child_group(parent, kid.child, kid.bound, kid.members);
+      }
+      kept->key = key;
+      kept->valid = true;
+      ++cache->opening_misses;
+      return;
+    }
     if (kept != nullptr) {
       kept->valid = false;  // stays so if a bound throws
+      kept->shaped = false;
       kept->children.clear();
     }
     std::size_t first = 0;
@@ -514,6 +545,7 @@ struct TierSearch {
       kept->key = key;
       kept->first = children.front();
       kept->valid = true;
+      kept->shaped = true;
       ++cache->opening_misses;
     }
   }
@@ -574,8 +606,9 @@ struct TierSearch {
       const std::size_t count = last - first;
       first = last;
       if (count == 0) continue;
-      const double bound = by_gang_blocks ? context.block_gang_bound(tier, b, floor, grid)
-                                          : context.block_price_bound(tier, b, floor, grid);
+      const double bound = by_gang_blocks
+                               ? context.block_gang_bound(tier, b, floor, grid, cache)
+                               : context.block_price_bound(tier, b, floor, grid, cache);
       Candidate block{std::max(parent.bound, bound), domains.front(), false, count};
       block.block = b;
       candidates.push_back(block);

@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+// Instructions of an `IncrementalDecider` after 100 changes against a cold decision, under
+// callgrind (BENCHMARKS.md, "Deciding again after 100 changes"): replays the rounds of
+// `after_changes/...` (bench_index.cpp) on 10,000 nodes and collects only the decider's calls
+// (`warm`), or only the cold calls (`cold`), of the rounds that must preempt. Not built by
+// CMake (it needs valgrind's header); built and run by hand (two command lines):
+//   g++ -O3 -DNDEBUG -g -std=c++20 -Iinclude -Icompat/include -Ibenchmarks
+//     -isystem /usr/include/eigen3 benchmarks/callgrind_after_changes.cpp -o /tmp/after_changes
+//   valgrind --tool=callgrind --collect-atstart=no /tmp/after_changes numa4 greedy warm 20
+// Arguments: the kind (bench_kinds.hpp), the solver (`greedy`, else branch-and-bound), `warm`
+// or `cold`, and the rounds (40 by default). With COUNTS=1 in the environment it prints the
+// decider's cache counters for each decision of a round that must preempt. Exits 1 when a
+// decider's plan differs from the cold plan.
+#include <valgrind/callgrind.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "bench_kinds.hpp"
+#include "topopreempt/decisions/incremental_decider.hpp"
+#include "topopreempt/model/cluster_generator.hpp"
+#include "topopreempt/solvers/branch_and_bound.hpp"
+#include "topopreempt/solvers/greedy.hpp"
+
+namespace {
+
+using namespace topopreempt;
+
+const topopreempt_bench::BenchCost cost_model{};
+
+/// A removal of a running workload, or its start again where it ran.
+struct Change {
+  bool start = false;
+  Workload workload;
+  Placement placement;
+};
+
+/// The decider's cache counters, to print what one decision reused and took afresh.
+template <class Decider>
+std::array<std::uint64_t, 10> counters(const Decider& decider) {
+  return {decider.reused_openings(),   decider.fresh_openings(),     decider.reused_group_bounds(),
+          decider.fresh_group_bounds(), decider.reused_listings(),   decider.fresh_listings(),
+          decider.reused_admissions(),  decider.fresh_admissions(),  decider.reused_covers(),
+          decider.fresh_covers()};
+}
+
+template <class Solver>
+int replay(const Solver& solver, std::size_t kind, bool collect_decider, int rounds) {
+  const topopreempt_bench::Kind& spec = topopreempt_bench::kinds()[kind];
+  Allocation state = topopreempt_bench::cluster(10000, spec.saturated).state;
+  const Workload preemptor = topopreempt_bench::variants(spec)[0];
+  IncrementalDecider decider(solver, cost_model, preemptor);
+  (void)decider.decide(state);
+  std::vector<Change> changes;
+  std::vector<std::pair<Workload, Placement>> removed;
+  std::mt19937_64 random(42);
+  const std::vector<WorkloadId> ids = state.workload_ids();
+  const auto apply = [&](const Change& change, bool undo = false) {
+    if (change.start != undo) {
+      state.add(change.workload, change.placement);
+    } else {
+      state.remove(change.workload.id);
+    }
+  };
+  const auto undo_all = [&] {
+    for (auto change = changes.rbegin(); change != changes.rend(); ++change) apply(*change, true);
+  };
+  const bool print_counters = std::getenv("COUNTS") != nullptr;
+  int preempting = 0;
+  int same = 0;
+  for (int round = 0; round < rounds; ++round) {
+    // The benchmark's draw of 100 changes.
+    changes.clear();
+    removed.clear();
+    for (int c = 0; c < 100; ++c) {
+      if (!removed.empty() && random() % 2 == 0) {
+        changes.push_back({true, removed.back().first, removed.back().second});
+        removed.pop_back();
+      } else {
+        const WorkloadId id = ids[random() % ids.size()];
+        if (!state.contains(id)) continue;
+        removed.emplace_back(state.workload(id), state.placement(id));
+        changes.push_back({false, removed.back().first, removed.back().second});
+      }
+      apply(changes.back());
+    }
+    // As the benchmark: the decider decides on the generated cluster, then the changes again.
+    undo_all();
+    (void)decider.decide(state);
+    for (const Change& change : changes) apply(change);
+    const bool must_preempt = solver.solve(state, preemptor, cost_model).has_victims_plan();
+    undo_all();
+    (void)decider.decide(state);
+    for (const Change& change : changes) apply(change);
+    const auto before = counters(decider);
+    if (must_preempt && collect_decider) CALLGRIND_TOGGLE_COLLECT;
+    const PreemptionPlan warm = decider.decide(state);
+    if (must_preempt && collect_decider) CALLGRIND_TOGGLE_COLLECT;
+    if (must_preempt && !collect_decider) CALLGRIND_TOGGLE_COLLECT;
+    const PreemptionPlan cold = solver.solve(state, preemptor, cost_model);
+    if (must_preempt && !collect_decider) CALLGRIND_TOGGLE_COLLECT;
+    if (print_counters && must_preempt) {
+      const auto after = counters(decider);
+      std::printf("reused/fresh: openings %llu/%llu group bounds %llu/%llu listings %llu/%llu "
+                  "admissions %llu/%llu covers %llu/%llu\n",
+                  static_cast<unsigned long long>(after[0] - before[0]),
+                  static_cast<unsigned long long>(after[1] - before[1]),
+                  static_cast<unsigned long long>(after[2] - before[2]),
+                  static_cast<unsigned long long>(after[3] - before[3]),
+                  static_cast<unsigned long long>(after[4] - before[4]),
+                  static_cast<unsigned long long>(after[5] - before[5]),
+                  static_cast<unsigned long long>(after[6] - before[6]),
+                  static_cast<unsigned long long>(after[7] - before[7]),
+                  static_cast<unsigned long long>(after[8] - before[8]),
+                  static_cast<unsigned long long>(after[9] - before[9]));
+    }
+    preempting += must_preempt ? 1 : 0;
+    same += warm == cold ? 1 : 0;
+    undo_all();
+    (void)decider.decide(state);
+  }
+  std::printf("kind=%s preempting=%d same=%d/%d\n", spec.name, preempting, same, rounds);
+  return same == rounds ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s KIND greedy|branch_and_bound warm|cold [ROUNDS]\n", argv[0]);
+    return 2;
+  }
+  const std::string_view kind_name = argv[1];
+  const bool greedy = std::string_view(argv[2]) == "greedy";
+  const bool collect_decider = std::string_view(argv[3]) == "warm";
+  const int rounds = argc > 4 ? std::atoi(argv[4]) : 40;
+  std::size_t kind = 0;
+  while (kind < topopreempt_bench::kinds().size() &&
+         topopreempt_bench::kinds()[kind].name != kind_name)
+    ++kind;
+  if (kind == topopreempt_bench::kinds().size()) {
+    std::fprintf(stderr, "unknown kind\n");
+    return 2;
+  }
+  if (greedy) return replay(solvers::greedy.without_text(), kind, collect_decider, rounds);
+  return replay(solvers::branch_and_bound.without_text(), kind, collect_decider, rounds);
+}
