@@ -97,14 +97,14 @@ struct nameless_model {
 };
 /// Returns something that is not a plan.
 struct bool_solver {
-  static constexpr std::string_view name = "bool";
+  [[maybe_unused]] static constexpr std::string_view name = "bool";
   [[nodiscard]] bool solve(const Allocation&, const Workload&, const cost::victim_count&) const {
     return false;
   }
 };
 /// Mutates the state (non-const member), which the concept forbids by calling on a const solver.
 struct mutating_solver {
-  static constexpr std::string_view name = "mutating";
+  [[maybe_unused]] static constexpr std::string_view name = "mutating";
   PreemptionPlan solve(const Allocation&, const Workload&, const cost::victim_count&) { return {}; }
 };
 /// A plan-returning solver without a name.

@@ -67,7 +67,9 @@ void check_idle_buckets(const Allocation& state, std::int64_t min_idle) {
         const std::vector<std::int64_t> head(
             want.begin(), want.begin() + static_cast<std::ptrdiff_t>(std::min(count, want.size())));
         CAPTURE(level);
-        CAPTURE(first);
+        // CAPTURE takes its argument in a lambda, and Clang 14 cannot capture a binding.
+        const std::size_t range_first = first;
+        CAPTURE(range_first);
         CAPTURE(count);
         CHECK(got == head);
       }
