@@ -41,7 +41,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -201,33 +200,17 @@ void after_changes(benchmark::State& state, const SolverType& solver, std::int64
   const Workload preemptor = topopreempt_bench::variants(k)[0];
   IncrementalDecider decider(solver, cost_model, preemptor);
   (void)decider.decide(allocation);
-  struct Change {
-    bool start;  // started again (else: removed)
-    Workload workload;
-    Placement placement;
-  };
-  std::vector<Change> changes;
-  std::vector<std::pair<Workload, Placement>> removed;
-  std::mt19937_64 random(42);
-  const std::vector<WorkloadId> ids = allocation.workload_ids();
-  // A change, or (`undo`) its inverse.
-  const auto apply = [&](const Change& change, bool undo = false) {
-    if (change.start != undo) {
-      allocation.add(change.workload, change.placement);
-    } else {
-      allocation.remove(change.workload.id);
-    }
-  };
+  topopreempt_bench::ChangeRounds rounds(allocation);
   // Back to the generated cluster, where the decider decides (untimed).
   const auto undo_round = [&] {
-    for (auto change = changes.rbegin(); change != changes.rend(); ++change) apply(*change, true);
+    rounds.undo();
     (void)decider.decide(allocation);
   };
   // The same start for both plays: back to the generated cluster, the round's changes again,
   // and the CPU's caches evicted.
   const auto replay_round = [&] {
     undo_round();
-    for (const Change& change : changes) apply(change);
+    rounds.redo();
     evict_cpu_caches();
   };
   std::vector<double> warm_first;   // the decider, run first after the changes
@@ -240,20 +223,7 @@ void after_changes(benchmark::State& state, const SolverType& solver, std::int64
   double decisions = 0.0;
   for (auto _ : state) {
     state.PauseTiming();
-    changes.clear();
-    removed.clear();
-    for (int c = 0; c < 100; ++c) {
-      if (!removed.empty() && random() % 2 == 0) {
-        changes.push_back({true, removed.back().first, removed.back().second});
-        removed.pop_back();
-      } else {
-        const WorkloadId id = ids[random() % ids.size()];
-        if (!allocation.contains(id)) continue;
-        removed.emplace_back(allocation.workload(id), allocation.placement(id));
-        changes.push_back({false, removed.back().first, removed.back().second});
-      }
-      apply(changes.back());
-    }
+    rounds.draw();
     replay_round();  // drawn above; replayed, as for the second play
     state.ResumeTiming();
     double start = thread_seconds();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,64 @@ inline const topopreempt::GeneratedCluster& cluster(std::int64_t nodes, bool sat
   }
   return *slot;
 }
+
+/// Rounds of 100 random changes to a state (a running workload removed, or the last one removed
+/// started again where it ran), drawn from a fixed seed: `bench_index`'s `after_changes/...` and
+/// `callgrind_after_changes.cpp` draw the same rounds through it. The caller keeps `state` alive.
+class ChangeRounds {
+ public:
+  /// A removal of a running workload, or its start again where it ran.
+  struct Change {
+    bool start = false;
+    topopreempt::Workload workload;
+    topopreempt::Placement placement;
+  };
+
+  explicit ChangeRounds(topopreempt::Allocation& state)
+      : state_(state), ids_(state.workload_ids()) {}
+
+  /// Draws the next round's 100 changes and applies them.
+  void draw() {
+    changes_.clear();
+    removed_.clear();
+    for (int c = 0; c < 100; ++c) {
+      if (!removed_.empty() && random_() % 2 == 0) {
+        changes_.push_back({true, removed_.back().first, removed_.back().second});
+        removed_.pop_back();
+      } else {
+        const topopreempt::WorkloadId id = ids_[random_() % ids_.size()];
+        if (!state_.contains(id)) continue;
+        removed_.emplace_back(state_.workload(id), state_.placement(id));
+        changes_.push_back({false, removed_.back().first, removed_.back().second});
+      }
+      apply(changes_.back(), false);
+    }
+  }
+  /// Undoes the round's changes, last first: the state is the one `draw` started from.
+  void undo() {
+    for (auto change = changes_.rbegin(); change != changes_.rend(); ++change) apply(*change, true);
+  }
+  /// Applies the round's changes again (after `undo`).
+  void redo() {
+    for (const Change& change : changes_) apply(change, false);
+  }
+
+ private:
+  // A change, or (`undo`) its inverse.
+  void apply(const Change& change, bool undo) {
+    if (change.start != undo) {
+      state_.add(change.workload, change.placement);
+    } else {
+      state_.remove(change.workload.id);
+    }
+  }
+
+  topopreempt::Allocation& state_;
+  std::vector<topopreempt::WorkloadId> ids_;
+  std::mt19937_64 random_{42};
+  std::vector<Change> changes_;
+  std::vector<std::pair<topopreempt::Workload, topopreempt::Placement>> removed_;
+};
 
 /// Lost GPU-seconds since the last checkpoint plus model reload seconds (Compass): what evicting
 /// a training or a serving job really costs. CPU-only jobs cost the two floors (2).

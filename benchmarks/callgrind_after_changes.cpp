@@ -16,11 +16,8 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 #include "bench_kinds.hpp"
 #include "topopreempt/decisions/incremental_decider.hpp"
@@ -33,13 +30,6 @@ namespace {
 using namespace topopreempt;
 
 const topopreempt_bench::BenchCost cost_model{};
-
-/// A removal of a running workload, or its start again where it ran.
-struct Change {
-  bool start = false;
-  Workload workload;
-  Placement placement;
-};
 
 /// The decider's cache counters, to print what one decision reused and took afresh.
 template <class Decider>
@@ -57,47 +47,20 @@ int replay(const Solver& solver, std::size_t kind, bool collect_decider, int rou
   const Workload preemptor = topopreempt_bench::variants(spec)[0];
   IncrementalDecider decider(solver, cost_model, preemptor);
   (void)decider.decide(state);
-  std::vector<Change> changes;
-  std::vector<std::pair<Workload, Placement>> removed;
-  std::mt19937_64 random(42);
-  const std::vector<WorkloadId> ids = state.workload_ids();
-  const auto apply = [&](const Change& change, bool undo = false) {
-    if (change.start != undo) {
-      state.add(change.workload, change.placement);
-    } else {
-      state.remove(change.workload.id);
-    }
-  };
-  const auto undo_all = [&] {
-    for (auto change = changes.rbegin(); change != changes.rend(); ++change) apply(*change, true);
-  };
+  topopreempt_bench::ChangeRounds changes(state);
   const bool print_counters = std::getenv("COUNTS") != nullptr;
   int preempting = 0;
   int same = 0;
   for (int round = 0; round < rounds; ++round) {
-    // The benchmark's draw of 100 changes.
-    changes.clear();
-    removed.clear();
-    for (int c = 0; c < 100; ++c) {
-      if (!removed.empty() && random() % 2 == 0) {
-        changes.push_back({true, removed.back().first, removed.back().second});
-        removed.pop_back();
-      } else {
-        const WorkloadId id = ids[random() % ids.size()];
-        if (!state.contains(id)) continue;
-        removed.emplace_back(state.workload(id), state.placement(id));
-        changes.push_back({false, removed.back().first, removed.back().second});
-      }
-      apply(changes.back());
-    }
+    changes.draw();  // the benchmark's draw of 100 changes
     // As the benchmark: the decider decides on the generated cluster, then the changes again.
-    undo_all();
+    changes.undo();
     (void)decider.decide(state);
-    for (const Change& change : changes) apply(change);
+    changes.redo();
     const bool must_preempt = solver.solve(state, preemptor, cost_model).has_victims_plan();
-    undo_all();
+    changes.undo();
     (void)decider.decide(state);
-    for (const Change& change : changes) apply(change);
+    changes.redo();
     const auto before = counters(decider);
     if (must_preempt && collect_decider) CALLGRIND_TOGGLE_COLLECT;
     const PreemptionPlan warm = decider.decide(state);
@@ -122,7 +85,7 @@ int replay(const Solver& solver, std::size_t kind, bool collect_decider, int rou
     }
     preempting += must_preempt ? 1 : 0;
     same += warm == cold ? 1 : 0;
-    undo_all();
+    changes.undo();
     (void)decider.decide(state);
   }
   std::printf("kind=%s preempting=%d same=%d/%d\n", spec.name, preempting, same, rounds);
