@@ -50,6 +50,18 @@ GeneratedCluster wide_cluster(std::size_t racks, std::size_t per_rack, std::uint
   return generate_cluster(spec);
 }
 
+/// rack16 (two replicas of 8 GPUs, each on its own host of one rack) at the generated
+/// preemptor's priority, 700 and 400: the preemptors of the rack-gang tests.
+std::vector<Workload> rack_gang_preemptors() {
+  std::vector<Workload> preemptors;
+  for (const std::int32_t priority : {generated_priority::preemptor, 700, 400}) {
+    PreemptorSpec spec{PreemptorKind::rack_gang, 16, 2};
+    spec.priority = priority;
+    preemptors.push_back(make_preemptor(spec));
+  }
+  return preemptors;
+}
+
 /// The racks (domains of the level above the hosts) of block b.
 std::vector<DomainId> members_of(const Allocation& state, std::uint32_t b) {
   const Topology& topology = state.topology();
@@ -267,10 +279,7 @@ TEST_SUITE("index_blocks") {
           wide_cluster(block_size + 5, per_rack, seed, seed % 3 == 0 ? 1.0 : 0.85 + 0.02 * seed);
       const Allocation& state = cluster.state;
       const Topology& topology = state.topology();
-      for (const std::int32_t priority : {generated_priority::preemptor, 700, 400}) {
-        PreemptorSpec spec{PreemptorKind::rack_gang, 16, 2};
-        spec.priority = priority;
-        const Workload preemptor = make_preemptor(spec);
+      for (const Workload& preemptor : rack_gang_preemptors()) {
         const auto check = [&](const auto& model) {
           using Model = std::decay_t<decltype(model)>;
           const detail::PreemptionContext<Model> context(state, preemptor, model);
@@ -352,10 +361,7 @@ TEST_SUITE("index_blocks") {
       const GeneratedCluster cluster =
           wide_cluster(4 * block_size + 3, 32, seed, seed % 2 == 0 ? 0.9 : 0.95);
       const Allocation& state = cluster.state;
-      for (const std::int32_t priority : {generated_priority::preemptor, 700, 400}) {
-        PreemptorSpec spec{PreemptorKind::rack_gang, 16, 2};
-        spec.priority = priority;
-        const Workload preemptor = make_preemptor(spec);
+      for (const Workload& preemptor : rack_gang_preemptors()) {
         const auto check = [&](const auto& model) {
           using Model = std::decay_t<decltype(model)>;
           const detail::PreemptionContext<Model> context(state, preemptor, model);
@@ -456,10 +462,7 @@ TEST_SUITE("index_blocks") {
       const GeneratedCluster cluster = wide_cluster(2 * block_size + 3, per_rack, seed,
                                                     std::array{0.8, 0.9, 0.95, 1.0}[seed % 4]);
       const Allocation& state = cluster.state;
-      for (const std::int32_t priority : {generated_priority::preemptor, 700, 400}) {
-        PreemptorSpec spec{PreemptorKind::rack_gang, 16, 2};
-        spec.priority = priority;
-        const Workload preemptor = make_preemptor(spec);
+      for (const Workload& preemptor : rack_gang_preemptors()) {
         const auto decide = [&](const auto& model) {
           using Model = std::decay_t<decltype(model)>;
           const detail::PreemptionContext<Model> context(state, preemptor, model);
