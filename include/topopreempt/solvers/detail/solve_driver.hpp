@@ -160,13 +160,12 @@ struct TierSearch {
     /// `block_gang_bound` when its members are the targets).
     std::uint32_t block = Allocation::index_no_block;
     /// A gang target pushed by a group opened only to list pruned targets (`prune_rest`),
-    /// keyed by its rack-level and rack-gang bounds until it comes up: then re-keyed by the
-    /// bound it is listed by, `listed_from` (its group's bound) or its index bound with the
-    /// per-host one (O(hosts)), whichever is larger. That is never less than its key, so the
-    /// same targets are listed by the same bounds as when each took the per-host bound at
-    /// once, and only those that come up take it (the closest dozen, not every rack).
+    /// keyed by its group's, rack-level and rack-gang bounds until it comes up: then re-keyed
+    /// by its per-host bound (O(hosts)) too. The rack-gang bound is never above the per-host
+    /// one, so that is the bound it would have been listed by with the per-host bound taken
+    /// at once (the same targets, bounds and order), and only those that come up take it
+    /// (the closest dozen, not every rack).
     bool list_pending = false;
-    double listed_from = 0.0;  ///< with `list_pending`: its group's bound
   };
 
   /// The heap's order, a min-heap by (bound, id): usually only the first few domains are
@@ -710,7 +709,6 @@ struct TierSearch {
       if (context.per_host_bound_applies(tier, target)) {
         item.bound = std::max(item.bound, context.target_gang_bound(tier, target, floor, grid));
         item.list_pending = true;
-        item.listed_from = group.bound;
       }
       candidates.push_back(item);
       std::push_heap(candidates.begin(), candidates.end(), later);
@@ -718,6 +716,16 @@ struct TierSearch {
   }
 
   // --- Searching and pruning --------------------------------------------------------------
+
+  /// Puts `item` back into the heap with its deferred bound `deferred` taken: keyed by the
+  /// larger of it and its key, nothing left deferred (`refine`, `list_pending`).
+  void push_rekeyed(Candidate item, double deferred) {
+    item.bound = std::max(item.bound, deferred);
+    item.refine = false;
+    item.list_pending = false;
+    candidates.push_back(item);
+    std::push_heap(candidates.begin(), candidates.end(), later);
+  }
 
   /// Every domain left (`live` of them) has a bound at least the best cost: all are pruned at
   /// once, the closest read ones listed first, then unread ones.
@@ -735,14 +743,10 @@ struct TierSearch {
       }
       if (candidates.back().list_pending) {
         // From a group opened for listing: re-keyed by the bound it is listed by.
-        Candidate item = candidates.back();
+        const Candidate item = candidates.back();
         candidates.pop_back();
-        item.bound = std::max(item.listed_from,
-                              context.index_price_bound_cached(tier_index, tier, item.target,
-                                                               floor, grid, true, cache));
-        item.list_pending = false;
-        candidates.push_back(item);
-        std::push_heap(candidates.begin(), candidates.end(), later);
+        push_rekeyed(item, context.per_host_index_bound_cached(tier_index, tier, item.target,
+                                                               floor, grid, cache));
         continue;
       }
       if (candidates.back().refine) {
@@ -750,20 +754,15 @@ struct TierSearch {
         // would have waited by without the rack-gang bound (its rack-level bound when that
         // cannot win, else its per-host bound), never less than its key, so the closest
         // competitors are listed, and by the same bounds, as one by one.
-        Candidate item = candidates.back();
+        const Candidate item = candidates.back();
         candidates.pop_back();
         const double banded = context.index_price_bound_cached(tier_index, tier, item.target,
                                                                floor, grid, false, cache);
-        const double waited =
-            banded >= best_cost
-                ? banded
-                : std::max(banded, context.per_host_index_bound_cached(tier_index, tier,
-                                                                       item.target, floor, grid,
-                                                                       cache));
-        item.bound = std::max(item.bound, waited);
-        item.refine = false;
-        candidates.push_back(item);
-        std::push_heap(candidates.begin(), candidates.end(), later);
+        push_rekeyed(item, banded >= best_cost
+                               ? banded
+                               : std::max(banded, context.per_host_index_bound_cached(
+                                                      tier_index, tier, item.target, floor,
+                                                      grid, cache)));
         continue;
       }
       log.searched(
