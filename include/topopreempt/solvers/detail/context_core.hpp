@@ -29,20 +29,30 @@ namespace topopreempt::detail {
 /// their index bands (`Allocation::prefetch_index_bands`). Measured: 4 is as good as 12.
 inline constexpr std::size_t prefetch_distance = 4;
 
-/// Calls `visit(i)` for each position i of `domains` in order, the index bands of the domain
-/// `prefetch_distance` further on fetched first, so that a loop over domains far apart in
+/// Calls `visit(i)` for each position i < `count` in order, the index bands of the domain
+/// `domain_at(i + prefetch_distance)` fetched first, so that a loop over domains far apart in
 /// memory issues their cache misses ahead, not one at a time. Domains below the host level
 /// have no bands of their own: nothing is fetched for them.
+template <class DomainAt, class Visit>
+void for_each_prefetching_bands(const Allocation& state, std::size_t count, DomainAt&& domain_at,
+                                Visit&& visit) {
+  for (std::size_t i = 0; i < std::min(prefetch_distance, count); ++i)
+    state.prefetch_index_bands(domain_at(i));
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i + prefetch_distance < count) {
+      state.prefetch_index_bands(domain_at(i + prefetch_distance));
+    }
+    visit(i);
+  }
+}
+
+/// `for_each_prefetching_bands` over the positions of `domains`.
 template <class Visit>
 void for_each_prefetching_bands(const Allocation& state, std::span<const DomainId> domains,
                                 Visit&& visit) {
-  for (std::size_t i = 0; i < std::min(prefetch_distance, domains.size()); ++i)
-    state.prefetch_index_bands(domains[i]);
-  for (std::size_t i = 0; i < domains.size(); ++i) {
-    if (i + prefetch_distance < domains.size())
-      state.prefetch_index_bands(domains[i + prefetch_distance]);
-    visit(i);
-  }
+  for_each_prefetching_bands(
+      state, domains.size(), [&](std::size_t i) { return domains[i]; },
+      std::forward<Visit>(visit));
 }
 
 /// How many capped (rate, entries) terms `PreemptionContext::index_cover` keeps; a band past

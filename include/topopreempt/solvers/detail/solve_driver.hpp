@@ -507,16 +507,14 @@ struct TierSearch {
       // by its own version (most children did not change: a lookup).
       kept->valid = false;  // stays so if a bound throws
       auto& kids = kept->children;
-      for (std::size_t i = 0; i < std::min(prefetch_distance, kids.size()); ++i)
-        state.prefetch_index_bands(kids[i].child);
-      for (std::size_t i = 0; i < kids.size(); ++i) {
-        if (i + prefetch_distance < kids.size())
-          state.prefetch_index_bands(kids[i + prefetch_distance].child);
-        ScanCache::Opening::Child& kid = kids[i];
-        kid.bound = context.group_price_bound_cached(tier_index, tier, kid.child, floor, grid,
-                                                     cache);
-        push_child_group(parent, kid.child, kid.bound, kid.members);
-      }
+      for_each_prefetching_bands(
+          state, kids.size(), [&](std::size_t i) { return kids[i].child; },
+          [&](std::size_t i) {
+            ScanCache::Opening::Child& kid = kids[i];
+            kid.bound = context.group_price_bound_cached(tier_index, tier, kid.child, floor,
+                                                         grid, cache);
+            push_child_group(parent, kid.child, kid.bound, kid.members);
+          });
       kept->key = key;
       kept->valid = true;
       ++cache->opening_misses;
