@@ -26,6 +26,7 @@
 #include "topopreempt/model/capacity_view.hpp"
 #include "topopreempt/model/cost_model.hpp"
 #include "topopreempt/plan/detail/dependencies.hpp"
+#include "topopreempt/plan/detail/statistics.hpp"
 #include "topopreempt/model/placement.hpp"
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
@@ -232,17 +233,6 @@ struct SubsetTier {
     }
   }
   return tiers;
-}
-
-/// Adds the work counters of `from` to `into` (time is measured once, by the caller).
-inline void accumulate(SolverStatistics& into, const SolverStatistics& from) {
-  into.domains_considered += from.domains_considered;
-  into.domains_pruned += from.domains_pruned;
-  into.domains_solved += from.domains_solved;
-  into.nodes_explored += from.nodes_explored;
-  into.dp_cells += from.dp_cells;
-  into.victims_considered += from.victims_considered;
-  into.limit_reached = into.limit_reached || from.limit_reached;
 }
 
 /// Why a domain did not provide the winning set.
@@ -750,7 +740,7 @@ class exhaustive_subsets_solver {
       }
       found.emplace(state, preemptor, candidate.demand, cost_model, budget);
       found->run();
-      detail::accumulate(plan.statistics, found->statistics);
+      topopreempt::detail::accumulate(plan.statistics, found->statistics);
       tier = &candidate;
       if (found->best.valid) break;
     }
