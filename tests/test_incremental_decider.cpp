@@ -371,6 +371,207 @@ TEST_SUITE("incremental_decider") {
     }
   }
 
+  TEST_CASE("searches kept by scan versions and incumbent: under node budgets, the cold plan") {
+    // A domain searched again against the same incumbent, its scan versions unchanged, takes
+    // the kept outcome and counters only when the budget it was searched under is the same
+    // too (the nodes explored before it, the domains left): under tight node budgets a search
+    // that completed after a cheap start may stop after a costly one, as the cold call's does.
+    // Statistics (nodes explored) are compared too.
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    std::uint64_t reused = 0;
+    std::uint64_t limited = 0;
+    for (const std::uint64_t nodes : {std::uint64_t{60}, std::uint64_t{600}, std::uint64_t{6000},
+                                      std::uint64_t{2'000'000}}) {
+      for (const PreemptorSpec& spec : four_kinds) {
+        for (const std::uint64_t seed : {61U, 62U}) {
+          GeneratedCluster cluster = elastic_cluster(32, 8, seed);
+          const Workload preemptor = make_preemptor(spec);
+          const auto solver = solvers::branch_and_bound_solver{}.node_limit(nodes);
+          IncrementalDecider decider(solver, model, preemptor);
+          std::vector<std::pair<Workload, Placement>> removed;
+          std::mt19937_64 random(seed + nodes);
+          for (int round = 0; round < 16; ++round) {
+            INFO("nodes ", nodes, " seed ", seed, " round ", round, " ", to_string(spec.kind));
+            const PreemptionPlan cold = solver.solve(cluster.state, preemptor, model);
+            check_same_plan(decider.decide(cluster.state), cold);
+            limited += cold.statistics.limit_reached ? 1 : 0;
+            // Every other round unchanged: each search is taken again against the same
+            // incumbent.
+            if (round % 2 == 1) change(cluster.state, removed, random);
+          }
+          reused += decider.reused_searches();
+        }
+      }
+    }
+    CHECK(reused > 100);
+    CHECK(limited > 10);  // the budgets bind
+  }
+
+  /// Greedy's search, saying in its note what it was searched under (the incumbent, the
+  /// searches before it in the decision, the domains left): a kept search reused under
+  /// another incumbent or budget shows in the plan's verdicts.
+  struct EchoingSearch {
+    bool counts_nodes = true;  ///< one node a search, else none (every search after none)
+    [[nodiscard]] detail::DomainOutcome search(const Allocation& state,
+                                               const detail::DomainProblem& problem,
+                                               double incumbent,
+                                               const detail::SearchLimits& limits,
+                                               SolverStatistics& statistics) const {
+      detail::DomainOutcome outcome =
+          solvers::detail::GreedySearch{}.search(state, problem, incumbent, limits, statistics);
+      outcome.note += " (against " + std::to_string(incumbent) + ", after " +
+                      std::to_string(statistics.nodes_explored) + " searches, " +
+                      std::to_string(limits.domains_left) + " domains left)";
+      if (counts_nodes) ++statistics.nodes_explored;  // the searches before the next one
+      return outcome;
+    }
+  };
+
+  TEST_CASE("a kept search is reused only with the same incumbent and budget") {
+    // A change to a domain moves the incumbent, or the number of searches, that the domains
+    // searched after it see, whose scan versions did not move: their kept searches must not
+    // be reused then (each verdict's note says what its search saw). Counting no nodes, every
+    // search sees the same budget, and only the incumbent tells them apart.
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    std::uint64_t hits = 0;
+    std::uint64_t misses = 0;
+    for (const bool counts_nodes : {true, false}) {
+      for (const PreemptorSpec& spec : {PreemptorSpec{PreemptorKind::nvlink_island, 4},
+                                        PreemptorSpec{PreemptorKind::node, 8},
+                                        PreemptorSpec{PreemptorKind::rack_gang, 16, 2}}) {
+        for (const std::uint64_t seed : {71U, 72U, 73U}) {
+          GeneratedCluster cluster = elastic_cluster(32, 8, seed, 0.97);
+          const Workload preemptor = make_preemptor(spec);
+          const detail::SearchLimits limits;
+          detail::ScanCache cache;
+          std::vector<std::pair<Workload, Placement>> removed;
+          std::mt19937_64 random(seed);
+          for (int round = 0; round < 16; ++round) {
+            INFO("seed ", seed, " round ", round, " ", to_string(spec.kind), " nodes ",
+                 counts_nodes);
+            const EchoingSearch search{counts_nodes};
+            check_same_plan(detail::solve_with("echo", cluster.state, preemptor, model, search,
+                                               limits, &cache),
+                            detail::solve_with("echo", cluster.state, preemptor, model, search,
+                                               limits));
+            change(cluster.state, removed, random);
+          }
+          hits += cache.search_hits;
+          misses += cache.search_misses;
+        }
+      }
+    }
+    CHECK(hits > 20);    // searched again with the same inputs
+    CHECK(misses > 20);  // and with others
+  }
+
+  TEST_CASE("a kept search is reused only when every input it was a function of is the same") {
+    // Decided again on the same state, every search is taken from the cache. A kept search
+    // whose scan versions, incumbent, nodes explored before it or domains left differ from
+    // the search's at hand (each one moved in turn) is searched again.
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    const GeneratedCluster cluster = elastic_cluster(32, 8, 81, 0.97);
+    for (const PreemptorSpec& spec : {PreemptorSpec{PreemptorKind::node, 8},
+                                      PreemptorSpec{PreemptorKind::rack_gang, 16, 2}}) {
+      INFO(to_string(spec.kind));
+      const Workload preemptor = make_preemptor(spec);
+      const PreemptionPlan cold = solvers::branch_and_bound.solve(cluster.state, preemptor, model);
+      REQUIRE(cold.has_victims_plan());
+      detail::ScanCache cache;
+      check_same_plan(solvers::branch_and_bound.solve(cluster.state, preemptor, model, cache),
+                      cold);
+      const std::uint64_t searched = cache.search_misses;
+      REQUIRE(searched > 0);
+      check_same_plan(solvers::branch_and_bound.solve(cluster.state, preemptor, model, cache),
+                      cold);
+      CHECK(cache.search_hits == searched);
+      CHECK(cache.search_misses == searched);
+      using Kept = detail::ScanCache::KeptSearch;
+      const std::array<std::pair<const char*, void (*)(Kept&)>, 4> moves{{
+          {"scan versions", [](Kept& kept) { ++kept.key; }},
+          {"incumbent", [](Kept& kept) { kept.incumbent ^= 1; }},
+          {"nodes before", [](Kept& kept) { ++kept.spent; }},
+          {"domains left", [](Kept& kept) { ++kept.domains_left; }},
+      }};
+      for (const auto& input : moves) {
+        INFO("moved: ", input.first);
+        detail::ScanCache moved = cache;
+        for (Kept& kept : moved.searches) input.second(kept);
+        check_same_plan(solvers::branch_and_bound.solve(cluster.state, preemptor, model, moved),
+                        cold);
+        CHECK(moved.search_hits == cache.search_hits);  // none reused
+        CHECK(moved.search_misses == cache.search_misses + searched);
+      }
+    }
+  }
+
+  TEST_CASE("a plan's placement is kept while its target's reach and victims stay the same") {
+    GeneratedCluster cluster = full_cluster();
+    const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    IncrementalDecider decider(solvers::branch_and_bound, model, preemptor);
+    const auto decide_and_check = [&] {
+      const PreemptionPlan plan = decider.decide(cluster.state);
+      check_same_plan(plan, solvers::branch_and_bound.solve(cluster.state, preemptor, model));
+      return plan;
+    };
+    const PreemptionPlan first = decide_and_check();
+    REQUIRE(first.has_victims_plan());
+    CHECK(decider.fresh_placements() == 1);
+    CHECK(decider.reused_placements() == 0);
+    // Unchanged: the same plan, its placement the kept one.
+    (void)decide_and_check();
+    CHECK(decider.reused_placements() == 1);
+    // A workload leaves and comes back where it ran: the same state, but every domain on its
+    // way to the root has a new version.
+    const auto leave_and_return = [&](WorkloadId id) {
+      const Workload workload = cluster.state.workload(id);
+      const Placement placement = cluster.state.placement(id);
+      cluster.state.remove(id);
+      cluster.state.add(workload, placement);
+    };
+    const Topology& topology = cluster.state.topology();
+    const DomainId target_host = topology.ancestor_at(first.target_domain, topology.host_level());
+    const auto on_host = [&](WorkloadId id, bool inside) {
+      for (const DomainId device : cluster.state.placement(id).devices(topology)) {
+        if (topology.contains(target_host, device) == inside) return true;
+      }
+      return false;
+    };
+    // Outside the target's reach (no device on its host): the placement is kept.
+    std::optional<WorkloadId> outside;
+    std::optional<WorkloadId> inside;
+    cluster.state.for_each_workload([&](const Workload& w) {
+      if (!outside && !on_host(w.id, true)) outside = w.id;
+      if (!inside && on_host(w.id, true) && !on_host(w.id, false) &&
+          std::none_of(first.victims.begin(), first.victims.end(),
+                       [&](const Victim& v) { return v.id == w.id; }))
+        inside = w.id;
+    });
+    REQUIRE(outside.has_value());
+    leave_and_return(*outside);
+    const PreemptionPlan after_outside = decide_and_check();
+    REQUIRE(after_outside.target_domain == first.target_domain);
+    CHECK(decider.reused_placements() == 2);
+    CHECK(decider.fresh_placements() == 1);
+    // Inside it, on a workload the plan does not evict: the same victims, but the reach has
+    // another version, so the placement is searched for again (a kept one could be stale).
+    if (inside) {
+      leave_and_return(*inside);
+      const PreemptionPlan after_inside = decide_and_check();
+      REQUIRE(after_inside.target_domain == first.target_domain);
+      CHECK(after_inside.victims.size() == first.victims.size());
+      CHECK(decider.reused_placements() == 2);
+      CHECK(decider.fresh_placements() == 2);
+    } else {
+      // Every workload on the host is a victim: one of them leaves and returns instead.
+      leave_and_return(first.victims.front().id);
+      (void)decide_and_check();
+      CHECK(decider.reused_placements() == 2);
+      CHECK(decider.fresh_placements() == 2);
+    }
+  }
+
   TEST_CASE("after a change on one host only the bounds of the groups holding it are retaken") {
     GeneratedCluster cluster = full_cluster();
     const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
@@ -515,6 +716,9 @@ TEST_SUITE("incremental_decider") {
           CHECK(cache.group_hits > 0);
           CHECK(cache.listed_hits > 0);
           CHECK(cache.admission_hits > 0);
+          // Racks that changed kept their bounds by their covers (`group_covers`: no blocks
+          // here, four racks); one GPU is never short of a host's idle devices.
+          if (spec.gpus > 1) CHECK(cache.cover_hits > 0);
         }
       }
     }

@@ -410,6 +410,46 @@ TEST_SUITE("index_blocks") {
     CHECK(above_gang_bound > listed / 2);
   }
 
+  TEST_CASE("groups open in the order of their bounds: pruned domains are listed closest first") {
+    // An opened group's children wait in the heap as one run that gives them up in ascending
+    // (bound, id), the order they would come up in pushed one by one. A run out of that order
+    // opens groups late, and lists their targets after farther ones, or not at all.
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> priced{};
+    std::size_t listed = 0;
+    std::size_t plans = 0;
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      const GeneratedCluster cluster = wide_cluster(2 * block_size + 3, 4, seed, 0.95);
+      for (const PreemptorSpec& kind : {PreemptorSpec{PreemptorKind::numa, 4},
+                                        PreemptorSpec{PreemptorKind::nvlink_island, 4},
+                                        PreemptorSpec{PreemptorKind::socket, 4},
+                                        PreemptorSpec{PreemptorKind::node, 8}}) {
+        const Workload preemptor = make_preemptor(kind);
+        detail::SearchLimits limits;
+        const solvers::detail::BranchAndBoundSearch exact(limits, detail::Clock::now());
+        for (const PreemptionPlan& plan :
+             {detail::solve_with("branch_and_bound", cluster.state, preemptor, priced, exact,
+                                 limits),
+              detail::solve_with("greedy", cluster.state, preemptor, priced,
+                                 solvers::detail::GreedySearch{}, limits)}) {
+          if (!plan.has_victims_plan()) continue;
+          ++plans;
+          std::optional<std::pair<double, DomainId>> previous;
+          for (const DomainVerdict& verdict : plan.rejected) {
+            if (verdict.kind != RejectionKind::bound_unread && verdict.kind != RejectionKind::bound)
+              continue;
+            INFO(preemptor.label(), " seed ", seed, " domain ", verdict.domain.value);
+            const std::pair<double, DomainId> key{verdict.value, verdict.domain};
+            if (previous) CHECK(*previous < key);
+            previous = key;
+            ++listed;
+          }
+        }
+      }
+    }
+    CHECK(plans > 12);
+    CHECK(listed > 100);
+  }
+
   TEST_CASE("decisions through blocks equal the full scan's") {
     const cost::weighted_sum<cost::lost_work, cost::reload_time> priced{};
     const std::array<PreemptorSpec, 8> kinds{{{PreemptorKind::numa, 1},

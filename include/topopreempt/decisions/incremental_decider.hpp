@@ -29,15 +29,21 @@ namespace topopreempt {
 /// every domain those bounds read. Under the same condition it keeps what opening such a group
 /// admitted (each target's static verdict, index verdict and index bound: 48 bytes a target,
 /// 40 a group), and for every group and index block what opening it into the groups a level
-/// down pushed (each child's bound and target count: 16 bytes a child, 40 an opening), by the
-/// group's version or a digest of the block's domains' versions: an unchanged group admits
-/// its targets, or opens, without a look at each; a changed one opens into the children it
-/// kept and takes only their bounds again, each by its own version. The bound of an index
-/// block that changed is kept with the bands and need it was taken from (64 bytes a band):
-/// when they are the same, bit for bit (a change seldom moves a band's extremes or the most
-/// idle host), the kept bound is the bound. All of it is bounded by the topology (one entry
+/// down pushed (each child's bound, target count and version, in the order they come up: 24
+/// bytes a child, 40 an opening), by the group's version or a digest of the block's domains'
+/// versions: an unchanged group admits its targets, or opens (as one run of children that
+/// gives them up one at a time), without a look at each; a changed one opens into the
+/// children it kept and takes again only the bounds of those whose version moved. The bound
+/// of an index block, or of a rack, that changed is kept with the bands and need it was taken
+/// from (64 bytes a band): when they are the same, bit for bit (a change seldom moves a band's
+/// extremes or the most idle host), the kept bound is the bound. All of it is bounded by the topology (one entry
 /// per target, group and block per tier), never by the number of calls. The searches
-/// themselves are redone (they depend on the incumbent of the call).
+/// themselves are kept too, the last 64, each with what it was a function of (its domain's
+/// scan versions, the incumbent, the nodes explored before it and the domains left): a domain
+/// searched again with all of them the same takes the kept outcome and its counters (only
+/// without a time limit: a clock cannot be compared). So is the plan's placement: a plan
+/// with the same target, victims and options on a reach whose version did not change lands
+/// the preemptor where the last one did, without searching the state less its victims again.
 ///
 /// `decide(state)` returns exactly the plan `solver.solve(state, preemptor, model)` returns
 /// (same victims, placement, cost, status, verdicts and statistics; only
@@ -119,6 +125,22 @@ class IncrementalDecider {
   [[nodiscard]] std::uint64_t reused_covers() const noexcept { return cache_.cover_hits; }
   /// Bounds of changed index blocks taken afresh from their bands (and kept).
   [[nodiscard]] std::uint64_t fresh_covers() const noexcept { return cache_.cover_misses; }
+
+  /// Domain searches answered from the cache (the same domain, scan versions, incumbent,
+  /// nodes explored before it and domains left), over the decider's life.
+  [[nodiscard]] std::uint64_t reused_searches() const noexcept { return cache_.search_hits; }
+  /// Domain searches run afresh and kept.
+  [[nodiscard]] std::uint64_t fresh_searches() const noexcept { return cache_.search_misses; }
+
+  /// Plans whose placement was the one kept from the last plan (the same target, victims and
+  /// options on an unchanged reach), over the decider's life.
+  [[nodiscard]] std::uint64_t reused_placements() const noexcept {
+    return cache_.placement_hits;
+  }
+  /// Plans whose placement was searched for afresh (and kept).
+  [[nodiscard]] std::uint64_t fresh_placements() const noexcept {
+    return cache_.placement_misses;
+  }
 
   /// The preemptor decided for.
   [[nodiscard]] const Workload& preemptor() const noexcept { return preemptor_; }

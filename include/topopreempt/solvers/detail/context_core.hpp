@@ -310,10 +310,15 @@ class PreemptionContext {
   /// may evict, so the model's declared rate bounds them all. O(hosts in the group + bands).
   [[nodiscard]] double group_price_bound(const Tier& tier, DomainId group, double floor,
                                          double grid) const;
+  /// The least deficit of whole devices `group_price_bound` covers in `group`: the tier's
+  /// demand less the most idle devices of one host of the group.
+  [[nodiscard]] double group_need(const Tier& tier, DomainId group) const;
   /// `group_price_bound`, answered from `cache` (when not null) while the group's version is
   /// the one it was taken at (and the floor and grid are those of
   /// `ScanCache::keep_bounds_for`): a decider's later call takes anew only the bounds of groups
-  /// that changed, and gets the very bounds a cold call would (so the same search).
+  /// that changed, and gets the very bounds a cold call would (so the same search). A changed
+  /// group above the hosts whose bands and need are, bit for bit, those its last bound was
+  /// taken from keeps that bound (`ScanCache::group_covers`).
   [[nodiscard]] double group_price_bound_cached(std::size_t tier_index, const Tier& tier,
                                                 DomainId group, double floor, double grid,
                                                 ScanCache* cache) const;
@@ -484,11 +489,13 @@ class PreemptionContext {
                                        Model::name, victim);
   }
 
-  /// Assembles the final plan from a domain's outcome.
+  /// Assembles the final plan from a domain's outcome. `cache` (may be null): the placement
+  /// is taken from it when it kept the same one (`ScanCache::KeptPlacement`), else found and
+  /// kept.
   PreemptionPlan make_plan(std::string_view solver, const DomainProblem& problem,
                            const DomainOutcome& outcome, PlanStatus status, double lower_bound,
                            SolverStatistics statistics, std::vector<DomainVerdict> rejected,
-                           std::uint64_t rejected_total) const;
+                           std::uint64_t rejected_total, ScanCache* cache = nullptr) const;
 
   /// A plan with zero victims (the preemptor fits) or none at all (infeasible).
   PreemptionPlan make_plan_without_victims(std::string_view solver, PlanStatus status,

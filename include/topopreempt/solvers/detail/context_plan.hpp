@@ -26,16 +26,30 @@ PreemptionPlan PreemptionContext<Model>::make_plan(std::string_view solver,
                                                    const DomainOutcome& outcome, PlanStatus status,
                                                    double lower_bound, SolverStatistics statistics,
                                                    std::vector<DomainVerdict> rejected,
-                                                   std::uint64_t rejected_total) const {
-  FeasibilityOracle oracle(state_, problem);
+                                                   std::uint64_t rejected_total,
+                                                   ScanCache* cache) const {
+  const auto tier = static_cast<std::size_t>(problem.tier - tiers_.data());
+  if (tier >= tiers_.size()) throw std::logic_error("topopreempt: internal error: foreign tier");
   PreemptionPlan plan;
   plan.solver = std::string(solver);
   plan.status = status;
+  // A decider's last plan placed the preemptor in the same target with the same victims'
+  // options on the same reach: the state less the victims is the same there, and so is the
+  // placement. Compared victim by victim as they are listed below.
+  ScanCache::KeptPlacement* const kept = cache != nullptr ? &cache->plan_placement : nullptr;
+  const std::uint64_t reach_version =
+      kept != nullptr ? state_.domain_version(reach(*problem.tier, problem.target)) : 0;
+  bool same_placement = kept != nullptr && kept->valid && kept->tier == tier &&
+                        kept->target == problem.target && kept->reach_version == reach_version;
+  std::size_t victims = 0;
   for (std::size_t v = 0; v < problem.victims.size(); ++v) {
     if (outcome.choice[v] < 0) continue;
     const auto option = static_cast<std::size_t>(outcome.choice[v]);
-    oracle.apply(v, option, +1);
     const CandidateVictim& candidate = problem.victims[v];
+    same_placement = same_placement && victims < kept->chosen.size() &&
+                     kept->chosen[victims].first == candidate.id &&
+                     kept->chosen[victims].second == outcome.choice[v];
+    ++victims;
     const VictimOption& chosen = candidate.options[option];
     Victim victim;
     victim.id = candidate.id;
@@ -48,15 +62,39 @@ PreemptionPlan PreemptionContext<Model>::make_plan(std::string_view solver,
     }
     plan.victims.push_back(std::move(victim));
   }
-  const PlacementSearchResult placement =
-      find_placement(oracle.view(), problem.tier->demand, problem.target);
-  if (!placement.found) {
-    throw std::logic_error("topopreempt: internal error: chosen victims do not free " +
-                           topology_.describe(problem.target));
+  same_placement = same_placement && victims == kept->chosen.size();
+  PlacementSearchResult searched;  // the placement, when it is not the kept one
+  const PlacementSearchResult* placement = same_placement ? &kept->result : &searched;
+  if (same_placement) {
+    ++cache->placement_hits;
+  } else {
+    FeasibilityOracle oracle(state_, problem);
+    for (std::size_t v = 0; v < problem.victims.size(); ++v) {
+      if (outcome.choice[v] >= 0) oracle.apply(v, static_cast<std::size_t>(outcome.choice[v]), +1);
+    }
+    searched = find_placement(oracle.view(), problem.tier->demand, problem.target);
+    if (!searched.found) {
+      throw std::logic_error("topopreempt: internal error: chosen victims do not free " +
+                             topology_.describe(problem.target));
+    }
+    if (kept != nullptr) {
+      kept->valid = false;  // stays so if keeping it throws
+      kept->chosen.clear();
+      for (std::size_t v = 0; v < problem.victims.size(); ++v) {
+        if (outcome.choice[v] >= 0)
+          kept->chosen.emplace_back(problem.victims[v].id, outcome.choice[v]);
+      }
+      kept->result = searched;
+      kept->tier = static_cast<std::uint32_t>(tier);
+      kept->target = problem.target;
+      kept->reach_version = reach_version;
+      kept->valid = true;
+      ++cache->placement_misses;
+    }
   }
-  plan.placement = placement.placement;
-  plan.gang_level = placement.gang_level;
-  plan.replica_level = placement.replica_level;
+  plan.placement = placement->placement;
+  plan.gang_level = placement->gang_level;
+  plan.replica_level = placement->replica_level;
   // Pools above a target (a NUMA node's CPUs for a PCIe-switch target) widen what the
   // preemptor lands in: report the domain that holds all of it.
   plan.target_domain =
@@ -68,8 +106,6 @@ PreemptionPlan PreemptionContext<Model>::make_plan(std::string_view solver,
   plan.statistics = statistics;
   plan.rejected = std::move(rejected);
   plan.rejected_total = rejected_total;
-  const auto tier = static_cast<std::size_t>(problem.tier - tiers_.data());
-  if (tier >= tiers_.size()) throw std::logic_error("topopreempt: internal error: foreign tier");
   plan.tier = static_cast<std::uint32_t>(tier);
   return plan;
 }

@@ -751,24 +751,28 @@ double PreemptionContext<Model>::group_price_bound(const Tier& tier, DomainId gr
   if constexpr (!IndexPricedModel<Model>) {
     return floor;
   } else {
-    // A target's devices lie in one host (targets are at or below the host level): it has at
-    // most its host's idle devices.
-    const LevelIndex host_level = topology_.host_level();
-    double most_idle = 0.0;
-    const auto& idle_index = state_.idle_device_index();
-    if (topology_.level(group) >= host_level) {
-      most_idle = free_in(state_, group, whole_device_dim);
-    } else if (idle_index.covers(host_level)) {
-      // The hosts' idle counts are bucketed: a few words instead of one read per host.
-      most_idle = static_cast<double>(
-          std::max<std::int64_t>(idle_index.most_idle(topology_, host_level, group), 0));
-    } else {
-      for (const DomainId host : topology_.domains_at(host_level, group))
-        most_idle = std::max(most_idle, free_in(state_, host, whole_device_dim));
-    }
-    return banded_price_bound(group, total_demand(tier, whole_device_dim) - most_idle, floor,
-                              grid);
+    return banded_price_bound(group, group_need(tier, group), floor, grid);
   }
+}
+
+template <CostModel Model>
+double PreemptionContext<Model>::group_need(const Tier& tier, DomainId group) const {
+  // A target's devices lie in one host (targets are at or below the host level): it has at
+  // most its host's idle devices.
+  const LevelIndex host_level = topology_.host_level();
+  double most_idle = 0.0;
+  const auto& idle_index = state_.idle_device_index();
+  if (topology_.level(group) >= host_level) {
+    most_idle = free_in(state_, group, whole_device_dim);
+  } else if (idle_index.covers(host_level)) {
+    // The hosts' idle counts are bucketed: a few words instead of one read per host.
+    most_idle = static_cast<double>(
+        std::max<std::int64_t>(idle_index.most_idle(topology_, host_level, group), 0));
+  } else {
+    for (const DomainId host : topology_.domains_at(host_level, group))
+      most_idle = std::max(most_idle, free_in(state_, host, whole_device_dim));
+  }
+  return total_demand(tier, whole_device_dim) - most_idle;
 }
 
 template <CostModel Model>
@@ -790,7 +794,29 @@ double PreemptionContext<Model>::group_price_bound_cached(std::size_t tier_index
     ++cache->group_hits;
     return entry.bound;
   }
-  const double bound = group_price_bound(tier, group, floor, grid);
+  double bound = 0.0;
+  if constexpr (IndexPricedModel<Model>) {
+    if (level < topology_.host_level()) {
+      // A changed group above the hosts (a rack after a hundred changes) seldom has other
+      // bands or another most idle host: its bound is then the one kept with its cover.
+      if (cache->group_covers.size() <= level) cache->group_covers.resize(level + 1);
+      auto& covers = cache->group_covers[level];
+      if (covers.size() != count) covers.assign(count, {});
+      const double need = group_need(tier, group);
+      bound = !(need > 0.0)
+                  ? floor
+                  : kept_cover_bound(
+                        covers[topology_.ordinal(group)], *cache,
+                        [&](const auto& visit) {
+                          state_.for_each_index_band(group, preemptor_.priority, visit);
+                        },
+                        need, true, floor, grid);
+    } else {
+      bound = group_price_bound(tier, group, floor, grid);
+    }
+  } else {
+    bound = group_price_bound(tier, group, floor, grid);
+  }
   entry = {version, bound, true};
   ++cache->group_misses;
   return bound;

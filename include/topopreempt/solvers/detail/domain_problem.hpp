@@ -21,6 +21,7 @@
 #include "topopreempt/model/index_band.hpp"
 #include "topopreempt/model/placement_search.hpp"
 #include "topopreempt/plan/detail/dependencies.hpp"
+#include "topopreempt/plan/detail/statistics.hpp"
 #include "topopreempt/plan/preemption_plan.hpp"
 #include "topopreempt/model/cost_model.hpp"
 
@@ -117,6 +118,18 @@ struct ScanResult {
   std::optional<Shortfall> shortfall;
   double bound = 0.0;
   std::size_t victims = 0;
+};
+
+/// What a per-domain search found.
+struct DomainOutcome {
+  bool found = false;
+  double cost = 0.0;
+  std::vector<std::int32_t> choice;  ///< per victim: -1 = spared, else option index
+  bool exact = false;                ///< proven minimum for this domain
+  bool limit_reached = false;
+  double lower_bound = 0.0;                  ///< proven bound for this domain (== cost when exact)
+  std::string note;                          ///< e.g. why an exact method was not applicable
+  std::optional<DowngradeReason> downgrade;  ///< set when not exact for that reason (note: detail)
 };
 
 /// Scan results of the candidate domains of one preemptor class and cost model, kept across
@@ -223,16 +236,20 @@ struct ScanCache {
   std::vector<std::vector<GroupAdmissions>> admissions;
   /// What opening a group (or an index block) into the groups one level down pushed
   /// (`TierSearch::push_child_groups`): per child, its own bound (`group_price_bound`, before
-  /// the parent's is taken into it), the child and how many of the tier's targets it holds.
-  /// Kept by the opened group's version, or for a block by a digest of its domains' versions:
-  /// either covers every child's bound, and the counts are the topology's. A group that did
-  /// not change opens without a look at each child's version, count or bands. 16 bytes a
-  /// child, so at most one entry per group and block of the topology.
+  /// the parent's is taken into it), the child, how many of the tier's targets it holds and
+  /// the child's version the bound was taken at, in ascending (bound, id): the order the
+  /// children come up in. Kept by the opened group's version, or for a block by a digest of
+  /// its domains' versions: either covers every child's bound, and the counts are the
+  /// topology's. A group that did not change opens as one run of its children, without a
+  /// look at each child's version, count or bands; a changed one compares each child's
+  /// version with the one its bound was kept by, and takes only the bounds of children that
+  /// changed. 24 bytes a child, so at most one entry per group and block of the topology.
   struct Opening {
     struct Child {
       double bound = 0.0;
       DomainId child;
       std::uint32_t members = 0;
+      std::uint64_t version = 0;  ///< the child's version `bound` was taken at
     };
     std::uint64_t key = 0;
     bool valid = false;  ///< the children's bounds are those under `key`
@@ -258,11 +275,56 @@ struct ScanCache {
   /// changed somewhere), but seldom other bands or another most idle host. Kept per block
   /// for every tier: the need is part of what it is kept with.
   std::vector<KeptCover> block_covers;
+  /// Per level above the hosts, per group by ordinal in its level, the cover its bound
+  /// (`group_price_bound`) was last taken from: as `block_covers`, for a group whose version
+  /// changed (`group_price_bound_cached`). Kept for every tier, the need part of it.
+  std::vector<std::vector<KeptCover>> group_covers;
   /// Scratch of `PreemptionContext::kept_cover_bound`: the bands of the domain being bounded.
   std::vector<IndexBand> band_scratch;
-  /// Per tier, the capacity its search's heap of candidates reached in an earlier call: the
-  /// next call reserves it at once instead of growing the heap by copies.
-  std::vector<std::size_t> candidate_capacity;
+  /// The preemptor's placement in the last plan with victims (`PreemptionContext::make_plan`),
+  /// kept with the plan's tier and target, the version of the target's reach (whose subtree
+  /// holds every device and pool the placement search reads) and the victims' chosen options
+  /// in order. When the next plan has them all again, the state less those victims is the
+  /// same inside the reach, so the placement is this one, without searching for it again.
+  struct KeptPlacement {
+    bool valid = false;
+    std::uint32_t tier = 0;
+    DomainId target;
+    std::uint64_t reach_version = 0;
+    std::vector<std::pair<WorkloadId, std::int32_t>> chosen;  ///< (victim, option), in order
+    PlacementSearchResult result;
+  };
+  KeptPlacement plan_placement;
+  /// A domain's search (`DomainSearch::search`) in a recent call: its outcome and what it
+  /// added to the statistics' counters, kept with everything it was a function of: the
+  /// search's type, the tier and target, the digest of the versions its scan read (`scan_key`:
+  /// the target's reach holds every domain the problem and the search read), the incumbent it
+  /// was searched against, the nodes the decision had explored before it and the domains left
+  /// (a node budget's share). Kept only without a time limit (a clock is no input that can be
+  /// compared) and when no limit stopped it. The last `kept_search_slots` searches are kept.
+  struct KeptSearch {
+    const void* search = nullptr;  ///< the search type's tag
+    std::uint32_t tier = 0;
+    DomainId target;
+    std::uint64_t key = 0;
+    std::uint64_t incumbent = 0;  ///< its bits
+    std::uint64_t spent = 0;      ///< `SolverStatistics::nodes_explored` before it
+    std::size_t domains_left = 0;
+    DomainOutcome outcome;
+    SolverStatistics counts;
+  };
+  static constexpr std::size_t kept_search_slots = 64;
+  std::vector<KeptSearch> searches;
+  std::size_t next_search_slot = 0;  ///< the slot the next new search replaces, when full
+  /// Per tier, the capacities its search's heap of candidates and its runs of children
+  /// reached in an earlier call: the next call reserves them at once instead of growing them
+  /// by copies.
+  struct SearchCapacity {
+    std::size_t candidates = 0;
+    std::size_t run_children = 0;
+    std::size_t runs = 0;
+  };
+  std::vector<SearchCapacity> search_capacity;
   /// The price floor and cost grid every kept bound was taken under (their bits; a NaN bit
   /// pattern at first, which no declared floor has).
   std::uint64_t bounds_floor = ~std::uint64_t{0};
@@ -282,6 +344,7 @@ struct ScanCache {
     group_openings.clear();
     block_openings.clear();
     block_covers.clear();
+    group_covers.clear();
     bounds_floor = floor_bits;
     bounds_grid = grid_bits;
   }
@@ -296,6 +359,10 @@ struct ScanCache {
   /// Bounds of changed index blocks answered from their kept cover (same bands, need).
   std::uint64_t cover_hits = 0;
   std::uint64_t cover_misses = 0;  ///< block covers taken afresh (and kept)
+  std::uint64_t search_hits = 0;    ///< domain searches answered from `searches`
+  std::uint64_t search_misses = 0;  ///< domain searches run
+  std::uint64_t placement_hits = 0;    ///< plans placed from `plan_placement`
+  std::uint64_t placement_misses = 0;  ///< plans placed by a search (and kept)
   std::uint64_t hits = 0;    ///< scans answered from the cache
   std::uint64_t misses = 0;  ///< scans done (and stored)
   /// Scratch of one batch, kept so that a batch (one per host) allocates nothing: the targets
@@ -330,17 +397,6 @@ struct DomainProblem {
   std::vector<std::int32_t> scratch_dropped;  ///< `add_options`' scratch
 };
 
-/// What a per-domain search found.
-struct DomainOutcome {
-  bool found = false;
-  double cost = 0.0;
-  std::vector<std::int32_t> choice;  ///< per victim: -1 = spared, else option index
-  bool exact = false;                ///< proven minimum for this domain
-  bool limit_reached = false;
-  double lower_bound = 0.0;                  ///< proven bound for this domain (== cost when exact)
-  std::string note;                          ///< e.g. why an exact method was not applicable
-  std::optional<DowngradeReason> downgrade;  ///< set when not exact for that reason (note: detail)
-};
 
 /// Why a domain lost, kept as numbers and formatted only for the few domains a plan lists.
 struct Rejection {

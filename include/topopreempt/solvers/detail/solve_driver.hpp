@@ -166,6 +166,27 @@ struct TierSearch {
     /// at once (the same targets, bounds and order), and only those that come up take it
     /// (the closest dozen, not every rack).
     bool list_pending = false;
+    /// A run of an opened group's children (`runs`): stands for all of them, keyed and named
+    /// as the one of them that comes up next. `take_front` turns it into that child.
+    std::uint32_t run = no_run;
+  };
+
+  static constexpr std::uint32_t no_run = std::numeric_limits<std::uint32_t>::max();
+
+  /// A child of an opened group as the heap orders it: its key (its own bound or its
+  /// parent's, whichever is larger), the child and the tier's targets it holds.
+  struct RunChild {
+    double key;
+    DomainId child;
+    std::uint32_t members;
+  };
+  /// Children of one opened group in `run_children[next, end)`, ascending (key, id): the
+  /// order the heap would give them up in, so only the first stands in it at a time, and the
+  /// children that never come up (most, when a bound closes the tier) are never pushed.
+  struct Run {
+    std::size_t next;
+    std::size_t end;
+    std::size_t members_left;  ///< targets held by the children not yet taken
   };
 
   /// The heap's order, a min-heap by (bound, id): usually only the first few domains are
@@ -189,8 +210,12 @@ struct TierSearch {
         tier_index(tier_index),
         tier(run.context.tiers()[tier_index]),
         host_level(run.context.topology().host_level()) {
-    if (cache != nullptr && tier_index < cache->candidate_capacity.size())
-      candidates.reserve(cache->candidate_capacity[tier_index]);
+    if (cache != nullptr && tier_index < cache->search_capacity.size()) {
+      const ScanCache::SearchCapacity& capacity = cache->search_capacity[tier_index];
+      candidates.reserve(capacity.candidates);
+      run_children.reserve(capacity.run_children);
+      runs.reserve(capacity.runs);
+    }
   }
 
   /// Phase "candidate order": fills the heap (and the unread list) that `search_domains` takes
@@ -280,9 +305,7 @@ struct TierSearch {
         read_next();
         continue;
       }
-      std::pop_heap(candidates.begin(), candidates.end(), later);
-      const Candidate item = candidates.back();
-      candidates.pop_back();
+      const Candidate item = take_front();
       if (item.members > 0) {
         open_group(item, false);
         continue;
@@ -299,10 +322,12 @@ struct TierSearch {
     }
     if (cache != nullptr) {
       // The heap's size for the next call to reserve (it holds about as many then).
-      if (cache->candidate_capacity.size() <= tier_index)
-        cache->candidate_capacity.resize(tier_index + 1);
-      cache->candidate_capacity[tier_index] =
-          std::max(cache->candidate_capacity[tier_index], candidates.capacity());
+      if (cache->search_capacity.size() <= tier_index)
+        cache->search_capacity.resize(tier_index + 1);
+      ScanCache::SearchCapacity& capacity = cache->search_capacity[tier_index];
+      capacity.candidates = std::max(capacity.candidates, candidates.capacity());
+      capacity.run_children = std::max(capacity.run_children, run_children.capacity());
+      capacity.runs = std::max(capacity.runs, runs.capacity());
     }
   }
 
@@ -325,7 +350,7 @@ struct TierSearch {
     return context.make_plan(solver, *best_problem, best,
                              proven ? PlanStatus::optimal : PlanStatus::feasible,
                              proven ? best_cost : bound, statistics, log.verdicts(),
-                             log.total());
+                             log.total(), cache);
   }
 
   // --- Reading candidates: what enters the heap, and how unread domains get read ------------
@@ -486,45 +511,59 @@ struct TierSearch {
 
   /// Pushes `children` (consecutive domains one level below `parent`, the group or block
   /// being opened, whose targets are `members`) as groups keyed by their own bounds, at least
-  /// the parent's. Children come in pre-order, so each one's members are the run of the
-  /// parent's that starts where the previous child's ended: found by galloping from there,
-  /// not by two searches over every target of the tier. Their bands lie far apart in memory,
-  /// and on a large cluster reading them is most of a group's opening: fetched ahead.
+  /// the parent's: as one run (`push_run`), in the order they come up. Children come in
+  /// pre-order, so each one's members are the run of the parent's that starts where the
+  /// previous child's ended: found by galloping from there, not by two searches over every
+  /// target of the tier. Their bands lie far apart in memory, and on a large cluster reading
+  /// them is most of a group's opening: fetched ahead.
   void push_child_groups(const Candidate& parent, std::span<const DomainId> children,
                          std::span<const DomainId> members) {
     const Topology& topology = context.topology();
     std::uint64_t key = 0;
     ScanCache::Opening* const kept = opening_of(parent, children, key);
     if (kept != nullptr && kept->valid && kept->key == key && kept->first == children.front()) {
-      // Unchanged since it was kept: the same children, bounds and counts, pushed in order.
+      // Unchanged since it was kept: the same children, bounds and counts, kept in the order
+      // of their bounds.
       ++cache->opening_hits;
-      for (const ScanCache::Opening::Child& child : kept->children)
-        push_child_group(parent, child.child, child.bound, child.members);
+      push_run(parent, kept->children);
       return;
     }
     if (kept != nullptr && kept->shaped && kept->first == children.front()) {
-      // Changed, but the same children: only bounds can differ, and each child's is taken
-      // by its own version (most children did not change: a lookup).
+      // Changed, but the same children: only bounds can differ. A child whose version is the
+      // one its bound was kept by keeps it (most children did not change: one comparison);
+      // the others take theirs again, their bands fetched ahead.
       kept->valid = false;  // stays so if a bound throws
       auto& kids = kept->children;
+      changed_children.clear();
+      for (std::size_t i = 0; i < kids.size(); ++i) {
+        if (state.domain_version(kids[i].child) != kids[i].version) {
+          changed_children.push_back(i);
+        } else {
+          ++cache->group_hits;
+        }
+      }
       for_each_prefetching_bands(
-          state, kids.size(), [&](std::size_t i) { return kids[i].child; },
+          state, changed_children.size(),
+          [&](std::size_t i) { return kids[changed_children[i]].child; },
           [&](std::size_t i) {
-            ScanCache::Opening::Child& kid = kids[i];
+            ScanCache::Opening::Child& kid = kids[changed_children[i]];
             kid.bound = context.group_price_bound_cached(tier_index, tier, kid.child, floor,
                                                          grid, cache);
-            push_child_group(parent, kid.child, kid.bound, kid.members);
+            kid.version = state.domain_version(kid.child);
           });
+      if (!changed_children.empty()) std::sort(kids.begin(), kids.end(), by_bound);
       kept->key = key;
       kept->valid = true;
       ++cache->opening_misses;
+      push_run(parent, kids);
       return;
     }
     if (kept != nullptr) {
       kept->valid = false;  // stays so if a bound throws
       kept->shaped = false;
-      kept->children.clear();
     }
+    auto& found = kept != nullptr ? kept->children : fresh_children;
+    found.clear();
     std::size_t first = 0;
     for_each_prefetching_bands(state, children, [&](std::size_t i) {
       const DomainId child = children[i];
@@ -534,10 +573,10 @@ struct TierSearch {
       if (count == 0) return;
       const double bound =
           context.group_price_bound_cached(tier_index, tier, child, floor, grid, cache);
-      push_child_group(parent, child, bound, count);
-      if (kept != nullptr)
-        kept->children.push_back({bound, child, static_cast<std::uint32_t>(count)});
+      found.push_back(
+          {bound, child, static_cast<std::uint32_t>(count), state.domain_version(child)});
     });
+    std::sort(found.begin(), found.end(), by_bound);
     if (kept != nullptr) {
       kept->key = key;
       kept->first = children.front();
@@ -545,15 +584,69 @@ struct TierSearch {
       kept->shaped = true;
       ++cache->opening_misses;
     }
+    push_run(parent, found);
   }
 
-  /// Pushes `child`, holding `count` targets, as a group keyed by its own bound `bound` or
-  /// its parent's, whichever is larger.
-  void push_child_group(const Candidate& parent, DomainId child, double bound, std::size_t count) {
-    candidates.push_back({std::max(parent.bound, bound), child, false, count});
+  /// Children of an opening in ascending (own bound, id): `push_run`'s input.
+  static constexpr auto by_bound = [](const ScanCache::Opening::Child& a,
+                                      const ScanCache::Opening::Child& b) {
+    return a.bound < b.bound || (a.bound == b.bound && a.child < b.child);
+  };
+
+  /// Pushes `children` of `parent` (ascending own bound, then id) as one run: each keyed by
+  /// its own bound or its parent's, whichever is larger. Those whose own bound is at most the
+  /// parent's share its key, and come up by id: they lead the run, sorted by id among
+  /// themselves.
+  void push_run(const Candidate& parent, std::span<const ScanCache::Opening::Child> children) {
+    if (children.empty()) return;
+    const std::size_t begin = run_children.size();
+    std::size_t held = 0;
+    std::size_t tied = begin;
+    for (const ScanCache::Opening::Child& child : children) {
+      if (child.bound <= parent.bound) ++tied;
+      run_children.push_back({std::max(parent.bound, child.bound), child.child, child.members});
+      held += child.members;
+    }
+    if (tied - begin > 1) {
+      std::sort(run_children.begin() + static_cast<std::ptrdiff_t>(begin),
+                run_children.begin() + static_cast<std::ptrdiff_t>(tied),
+                [](const RunChild& a, const RunChild& b) { return a.child < b.child; });
+    }
+    runs.push_back({begin, run_children.size(), held});
+    push_run_front(static_cast<std::uint32_t>(runs.size() - 1));
+  }
+
+  /// Pushes run `index` keyed and named as its next child, holding the targets of every child
+  /// it has left.
+  void push_run_front(std::uint32_t index) {
+    const Run& run = runs[index];
+    const RunChild& next = run_children[run.next];
+    Candidate item{next.key, next.child, false, run.members_left};
+    item.run = index;
+    candidates.push_back(item);
     std::push_heap(candidates.begin(), candidates.end(), later);
     ++groups;
-    grouped_targets += count;
+    grouped_targets += run.members_left;
+  }
+
+  /// Takes the candidate of least (bound, id) from the heap: a run gives up its next child
+  /// (the one it was keyed and named as), the rest of it back in the heap. So candidates come
+  /// out in the order they would have with every child pushed on its own.
+  Candidate take_front() {
+    std::pop_heap(candidates.begin(), candidates.end(), later);
+    const Candidate item = candidates.back();
+    candidates.pop_back();
+    if (item.run == no_run) return item;
+    Run& run = runs[item.run];
+    const RunChild head = run_children[run.next++];
+    --groups;
+    grouped_targets -= run.members_left;
+    run.members_left -= head.members;
+    if (run.next < run.end) push_run_front(item.run);
+    // The child, as if it had been in the heap on its own (`open_group` takes it out).
+    ++groups;
+    grouped_targets += head.members;
+    return {head.key, head.child, false, head.members};
   }
 
   /// The entry of a decider's cache that keeps what opening `parent` (a group, or an index
@@ -732,28 +825,22 @@ struct TierSearch {
     statistics.domains_considered += grouped_targets;  // pruned whole, by their group
     std::size_t listed = 0;
     while (!candidates.empty() && log.wants_more()) {
-      std::pop_heap(candidates.begin(), candidates.end(), later);
-      if (candidates.back().members > 0) {
-        const Candidate group = candidates.back();
-        candidates.pop_back();
-        open_group(group, true);
+      const Candidate item = take_front();
+      if (item.members > 0) {
+        open_group(item, true);
         continue;
       }
-      if (candidates.back().list_pending) {
+      if (item.list_pending) {
         // From a group opened for listing: re-keyed by the bound it is listed by.
-        const Candidate item = candidates.back();
-        candidates.pop_back();
         push_rekeyed(item, context.per_host_index_bound_cached(tier_index, tier, item.target,
                                                                floor, grid, cache));
         continue;
       }
-      if (candidates.back().refine) {
+      if (item.refine) {
         // Keyed by its rack-gang bound, its per-host bound never taken: listed by the bound it
         // would have waited by without the rack-gang bound (its rack-level bound when that
         // cannot win, else its per-host bound), never less than its key, so the closest
         // competitors are listed, and by the same bounds, as one by one.
-        const Candidate item = candidates.back();
-        candidates.pop_back();
         const double banded = context.index_price_bound_cached(tier_index, tier, item.target,
                                                                floor, grid, false, cache);
         push_rekeyed(item, banded >= best_cost
@@ -763,14 +850,12 @@ struct TierSearch {
                                                       grid, cache)));
         continue;
       }
-      log.searched(
-          {candidates.back().target,
-           candidates.back().read ? Rejection::Kind::bound : Rejection::Kind::bound_unread,
-           {},
-           candidates.back().bound,
-           best_cost,
-           {}});
-      candidates.pop_back();
+      log.searched({item.target,
+                    item.read ? Rejection::Kind::bound : Rejection::Kind::bound_unread,
+                    {},
+                    item.bound,
+                    best_cost,
+                    {}});
       ++listed;
     }
     for (std::size_t shown = 0;
@@ -801,7 +886,7 @@ struct TierSearch {
     ++searched_here;
     SearchLimits domain_limits = limits;
     domain_limits.domains_left = live;
-    DomainOutcome outcome = search.search(state, problem, best_cost, domain_limits, statistics);
+    DomainOutcome outcome = search_outcome(domain_limits);
     if (outcome.limit_reached) statistics.limit_reached = true;
     if (outcome.downgrade) downgrades.push_back({item.target, *outcome.downgrade, outcome.note});
     if (!outcome.exact) open_bound = std::min(open_bound, std::max(outcome.lower_bound, item.bound));
@@ -831,6 +916,73 @@ struct TierSearch {
       log.searched({item.target, Rejection::Kind::no_better, {}, 0.0, best_cost, outcome.note});
     }
   }
+
+  /// The search of `problem` against the best cost so far: a decider's kept one when it was
+  /// searched with the very same inputs (`ScanCache::KeptSearch`: search type, target, scan
+  /// versions, incumbent, nodes explored before it and domains left), its counters added to
+  /// the statistics; else the search, kept when it may be reused.
+  DomainOutcome search_outcome(const SearchLimits& domain_limits) {
+    const bool keepable =
+        cache != nullptr && limits.time_limit == std::chrono::nanoseconds::max();
+    std::uint64_t key = 0;
+    ScanCache::KeptSearch* kept = nullptr;
+    if (keepable) {
+      const auto& entries = cache->tiers[tier_index];
+      const ScanCache::Entry& scanned = entries[context.topology().ordinal(problem.target)];
+      if (scanned.valid) {
+        key = scanned.key;
+        kept = kept_search(problem.target);
+      }
+    }
+    const std::uint64_t incumbent = std::bit_cast<std::uint64_t>(best_cost);
+    const std::uint64_t spent = statistics.nodes_explored;
+    if (kept != nullptr && kept->key == key && kept->incumbent == incumbent &&
+        kept->spent == spent && kept->domains_left == domain_limits.domains_left) {
+      ++cache->search_hits;
+      detail::accumulate(statistics, kept->counts);
+      return kept->outcome;
+    }
+    const SolverStatistics before = statistics;
+    DomainOutcome outcome = search.search(state, problem, best_cost, domain_limits, statistics);
+    if (keepable && key != 0 && !outcome.limit_reached &&
+        statistics.limit_reached == before.limit_reached) {
+      ScanCache::KeptSearch& slot = kept != nullptr ? *kept : new_kept_search();
+      slot.search = nullptr;  // not this search's until every field is
+      slot.outcome = outcome;
+      slot.counts = counted_since(statistics, before);
+      slot.tier = static_cast<std::uint32_t>(tier_index);
+      slot.target = problem.target;
+      slot.key = key;
+      slot.incumbent = incumbent;
+      slot.spent = spent;
+      slot.domains_left = domain_limits.domains_left;
+      slot.search = &search_tag<Search>;
+      ++cache->search_misses;
+    }
+    return outcome;
+  }
+
+  /// The kept search of `target` in this tier under this search type, or null.
+  ScanCache::KeptSearch* kept_search(DomainId target) {
+    for (ScanCache::KeptSearch& kept : cache->searches) {
+      if (kept.search == &search_tag<Search> && kept.target == target && kept.tier == tier_index)
+        return &kept;
+    }
+    return nullptr;
+  }
+
+  /// A slot for a search not kept yet: a new one until `kept_search_slots`, then the oldest.
+  ScanCache::KeptSearch& new_kept_search() {
+    if (cache->searches.size() < ScanCache::kept_search_slots)
+      return cache->searches.emplace_back();
+    ScanCache::KeptSearch& slot = cache->searches[cache->next_search_slot];
+    cache->next_search_slot = (cache->next_search_slot + 1) % ScanCache::kept_search_slots;
+    return slot;
+  }
+
+  /// One address per search type: what a kept search was searched by.
+  template <class S>
+  static constexpr char search_tag = 0;
 
   // What the solve shares (see `SolveRun`).
   const Allocation& state;
@@ -864,6 +1016,11 @@ struct TierSearch {
   std::vector<DomainId> batch;
   std::vector<DomainId> same_host;
   std::vector<double> listed;  ///< scratch of `open_group` for listing
+  std::vector<std::size_t> changed_children;  ///< scratch of `push_child_groups`
+  /// `push_child_groups`' children without a decider's cache to keep them in.
+  std::vector<ScanCache::Opening::Child> fresh_children;
+  std::vector<RunChild> run_children;  ///< the children of every run, run after run
+  std::vector<Run> runs;
   bool skipped_at_deadline = false;  ///< targets left unread by the time limit (full scan)
   bool cut_short = false;  ///< the deadline left domains of this tier unscanned or unsearched
   std::size_t searched_here = 0;
