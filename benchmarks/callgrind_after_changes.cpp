@@ -33,11 +33,12 @@ const topopreempt_bench::BenchCost cost_model{};
 
 /// The decider's cache counters, to print what one decision reused and took afresh.
 template <class Decider>
-std::array<std::uint64_t, 10> counters(const Decider& decider) {
+std::array<std::uint64_t, 14> counters(const Decider& decider) {
   return {decider.reused_openings(),   decider.fresh_openings(),     decider.reused_group_bounds(),
           decider.fresh_group_bounds(), decider.reused_listings(),   decider.fresh_listings(),
           decider.reused_admissions(),  decider.fresh_admissions(),  decider.reused_covers(),
-          decider.fresh_covers()};
+          decider.fresh_covers(),       decider.reused_searches(),   decider.fresh_searches(),
+          decider.reused_placements(),  decider.fresh_placements()};
 }
 
 template <class Solver>
@@ -71,7 +72,7 @@ int replay(const Solver& solver, std::size_t kind, bool collect_decider, int rou
     if (print_counters && must_preempt) {
       const auto after = counters(decider);
       std::printf("reused/fresh: openings %llu/%llu group bounds %llu/%llu listings %llu/%llu "
-                  "admissions %llu/%llu covers %llu/%llu\n",
+                  "admissions %llu/%llu covers %llu/%llu searches %llu/%llu placements %llu/%llu\n",
                   static_cast<unsigned long long>(after[0] - before[0]),
                   static_cast<unsigned long long>(after[1] - before[1]),
                   static_cast<unsigned long long>(after[2] - before[2]),
@@ -81,7 +82,11 @@ int replay(const Solver& solver, std::size_t kind, bool collect_decider, int rou
                   static_cast<unsigned long long>(after[6] - before[6]),
                   static_cast<unsigned long long>(after[7] - before[7]),
                   static_cast<unsigned long long>(after[8] - before[8]),
-                  static_cast<unsigned long long>(after[9] - before[9]));
+                  static_cast<unsigned long long>(after[9] - before[9]),
+                  static_cast<unsigned long long>(after[10] - before[10]),
+                  static_cast<unsigned long long>(after[11] - before[11]),
+                  static_cast<unsigned long long>(after[12] - before[12]),
+                  static_cast<unsigned long long>(after[13] - before[13]));
     }
     preempting += must_preempt ? 1 : 0;
     same += warm == cold ? 1 : 0;
