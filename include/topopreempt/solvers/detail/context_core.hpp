@@ -497,6 +497,14 @@ class PreemptionContext {
                            SolverStatistics statistics, std::vector<DomainVerdict> rejected,
                            std::uint64_t rejected_total, ScanCache* cache = nullptr) const;
 
+  /// The preemptor's placement in `problem.target` with `outcome`'s victims gone: `cache`'s
+  /// kept one (`ScanCache::KeptPlacement`) when the tier, target, reach version and victims'
+  /// options are those it was kept with, else searched into `searched` (and kept).
+  const PlacementSearchResult& plan_placement(const DomainProblem& problem,
+                                              const DomainOutcome& outcome, std::uint32_t tier,
+                                              ScanCache* cache,
+                                              PlacementSearchResult& searched) const;
+
   /// A plan with zero victims (the preemptor fits) or none at all (infeasible).
   PreemptionPlan make_plan_without_victims(std::string_view solver, PlanStatus status,
                                            const PlacementSearchResult* placement,

@@ -33,23 +33,10 @@ PreemptionPlan PreemptionContext<Model>::make_plan(std::string_view solver,
   PreemptionPlan plan;
   plan.solver = std::string(solver);
   plan.status = status;
-  // A decider's last plan placed the preemptor in the same target with the same victims'
-  // options on the same reach: the state less the victims is the same there, and so is the
-  // placement. Compared victim by victim as they are listed below.
-  ScanCache::KeptPlacement* const kept = cache != nullptr ? &cache->plan_placement : nullptr;
-  const std::uint64_t reach_version =
-      kept != nullptr ? state_.domain_version(reach(*problem.tier, problem.target)) : 0;
-  bool same_placement = kept != nullptr && kept->valid && kept->tier == tier &&
-                        kept->target == problem.target && kept->reach_version == reach_version;
-  std::size_t victims = 0;
   for (std::size_t v = 0; v < problem.victims.size(); ++v) {
     if (outcome.choice[v] < 0) continue;
     const auto option = static_cast<std::size_t>(outcome.choice[v]);
     const CandidateVictim& candidate = problem.victims[v];
-    same_placement = same_placement && victims < kept->chosen.size() &&
-                     kept->chosen[victims].first == candidate.id &&
-                     kept->chosen[victims].second == outcome.choice[v];
-    ++victims;
     const VictimOption& chosen = candidate.options[option];
     Victim victim;
     victim.id = candidate.id;
@@ -62,39 +49,12 @@ PreemptionPlan PreemptionContext<Model>::make_plan(std::string_view solver,
     }
     plan.victims.push_back(std::move(victim));
   }
-  same_placement = same_placement && victims == kept->chosen.size();
-  PlacementSearchResult searched;  // the placement, when it is not the kept one
-  const PlacementSearchResult* placement = same_placement ? &kept->result : &searched;
-  if (same_placement) {
-    ++cache->placement_hits;
-  } else {
-    FeasibilityOracle oracle(state_, problem);
-    for (std::size_t v = 0; v < problem.victims.size(); ++v) {
-      if (outcome.choice[v] >= 0) oracle.apply(v, static_cast<std::size_t>(outcome.choice[v]), +1);
-    }
-    searched = find_placement(oracle.view(), problem.tier->demand, problem.target);
-    if (!searched.found) {
-      throw std::logic_error("topopreempt: internal error: chosen victims do not free " +
-                             topology_.describe(problem.target));
-    }
-    if (kept != nullptr) {
-      kept->valid = false;  // stays so if keeping it throws
-      kept->chosen.clear();
-      for (std::size_t v = 0; v < problem.victims.size(); ++v) {
-        if (outcome.choice[v] >= 0)
-          kept->chosen.emplace_back(problem.victims[v].id, outcome.choice[v]);
-      }
-      kept->result = searched;
-      kept->tier = static_cast<std::uint32_t>(tier);
-      kept->target = problem.target;
-      kept->reach_version = reach_version;
-      kept->valid = true;
-      ++cache->placement_misses;
-    }
-  }
-  plan.placement = placement->placement;
-  plan.gang_level = placement->gang_level;
-  plan.replica_level = placement->replica_level;
+  PlacementSearchResult searched;
+  const PlacementSearchResult& placement =
+      plan_placement(problem, outcome, static_cast<std::uint32_t>(tier), cache, searched);
+  plan.placement = placement.placement;
+  plan.gang_level = placement.gang_level;
+  plan.replica_level = placement.replica_level;
   // Pools above a target (a NUMA node's CPUs for a PCIe-switch target) widen what the
   // preemptor lands in: report the domain that holds all of it.
   plan.target_domain =
@@ -108,6 +68,59 @@ PreemptionPlan PreemptionContext<Model>::make_plan(std::string_view solver,
   plan.rejected_total = rejected_total;
   plan.tier = static_cast<std::uint32_t>(tier);
   return plan;
+}
+
+template <CostModel Model>
+const PlacementSearchResult& PreemptionContext<Model>::plan_placement(
+    const DomainProblem& problem, const DomainOutcome& outcome, std::uint32_t tier,
+    ScanCache* cache, PlacementSearchResult& searched) const {
+  // The victims' chosen options in order: with the tier, target and reach version, what the
+  // placement is a function of.
+  const auto chosen = [&](const auto& visit) {
+    for (std::size_t v = 0; v < problem.victims.size(); ++v) {
+      if (outcome.choice[v] >= 0) visit(v, problem.victims[v].id, outcome.choice[v]);
+    }
+  };
+  ScanCache::KeptPlacement* const kept = cache != nullptr ? &cache->plan_placement : nullptr;
+  const std::uint64_t reach_version =
+      kept != nullptr ? state_.domain_version(reach(*problem.tier, problem.target)) : 0;
+  if (kept != nullptr && kept->valid && kept->tier == tier && kept->target == problem.target &&
+      kept->reach_version == reach_version) {
+    // The same victims' options on the same reach: the state less the victims is the same
+    // there, and so is the placement.
+    std::size_t i = 0;
+    bool same = true;
+    chosen([&](std::size_t, WorkloadId id, std::int32_t option) {
+      same = same && i < kept->chosen.size() && kept->chosen[i] == std::pair{id, option};
+      ++i;
+    });
+    if (same && i == kept->chosen.size()) {
+      ++cache->placement_hits;
+      return kept->result;
+    }
+  }
+  FeasibilityOracle oracle(state_, problem);
+  chosen([&](std::size_t v, WorkloadId, std::int32_t option) {
+    oracle.apply(v, static_cast<std::size_t>(option), +1);
+  });
+  searched = find_placement(oracle.view(), problem.tier->demand, problem.target);
+  if (!searched.found) {
+    throw std::logic_error("topopreempt: internal error: chosen victims do not free " +
+                           topology_.describe(problem.target));
+  }
+  if (kept == nullptr) return searched;
+  kept->valid = false;  // stays so if keeping it throws
+  kept->chosen.clear();
+  chosen([&](std::size_t, WorkloadId id, std::int32_t option) {
+    kept->chosen.emplace_back(id, option);
+  });
+  kept->result = searched;
+  kept->tier = tier;
+  kept->target = problem.target;
+  kept->reach_version = reach_version;
+  kept->valid = true;
+  ++cache->placement_misses;
+  return searched;
 }
 
 template <CostModel Model>
