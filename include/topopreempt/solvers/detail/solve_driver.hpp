@@ -639,13 +639,11 @@ struct TierSearch {
     if (item.run == no_run) return item;
     Run& run = runs[item.run];
     const RunChild head = run_children[run.next++];
-    --groups;
-    grouped_targets -= run.members_left;
+    // The run's place among the groups passes to the child, as if it had been in the heap on
+    // its own (`open_group` takes it out); the children left go back as a run of their own.
     run.members_left -= head.members;
+    grouped_targets -= run.members_left;
     if (run.next < run.end) push_run_front(item.run);
-    // The child, as if it had been in the heap on its own (`open_group` takes it out).
-    ++groups;
-    grouped_targets += head.members;
     return {head.key, head.child, false, head.members};
   }
 
@@ -922,18 +920,14 @@ struct TierSearch {
   /// versions, incumbent, nodes explored before it and domains left), its counters added to
   /// the statistics; else the search, kept when it may be reused.
   DomainOutcome search_outcome(const SearchLimits& domain_limits) {
-    const bool keepable =
-        cache != nullptr && limits.time_limit == std::chrono::nanoseconds::max();
-    std::uint64_t key = 0;
-    ScanCache::KeptSearch* kept = nullptr;
-    if (keepable) {
-      const auto& entries = cache->tiers[tier_index];
-      const ScanCache::Entry& scanned = entries[context.topology().ordinal(problem.target)];
-      if (scanned.valid) {
-        key = scanned.key;
-        kept = kept_search(problem.target);
-      }
-    }
+    // Kept only without a clock, and by the versions the domain's scan read in this call.
+    const ScanCache::Entry* scanned =
+        cache != nullptr && limits.time_limit == std::chrono::nanoseconds::max()
+            ? &cache->tiers[tier_index][context.topology().ordinal(problem.target)]
+            : nullptr;
+    const bool keepable = scanned != nullptr && scanned->valid;
+    const std::uint64_t key = keepable ? scanned->key : 0;
+    ScanCache::KeptSearch* const kept = keepable ? kept_search(problem.target) : nullptr;
     const std::uint64_t incumbent = std::bit_cast<std::uint64_t>(best_cost);
     const std::uint64_t spent = statistics.nodes_explored;
     if (kept != nullptr && kept->key == key && kept->incumbent == incumbent &&
@@ -944,7 +938,7 @@ struct TierSearch {
     }
     const SolverStatistics before = statistics;
     DomainOutcome outcome = search.search(state, problem, best_cost, domain_limits, statistics);
-    if (keepable && key != 0 && !outcome.limit_reached &&
+    if (keepable && !outcome.limit_reached &&
         statistics.limit_reached == before.limit_reached) {
       ScanCache::KeptSearch& slot = kept != nullptr ? *kept : new_kept_search();
       slot.search = nullptr;  // not this search's until every field is
@@ -956,7 +950,7 @@ struct TierSearch {
       slot.incumbent = incumbent;
       slot.spent = spent;
       slot.domains_left = domain_limits.domains_left;
-      slot.search = &search_tag<Search>;
+      slot.search = &search_tag;
       ++cache->search_misses;
     }
     return outcome;
@@ -965,7 +959,7 @@ struct TierSearch {
   /// The kept search of `target` in this tier under this search type, or null.
   ScanCache::KeptSearch* kept_search(DomainId target) {
     for (ScanCache::KeptSearch& kept : cache->searches) {
-      if (kept.search == &search_tag<Search> && kept.target == target && kept.tier == tier_index)
+      if (kept.search == &search_tag && kept.target == target && kept.tier == tier_index)
         return &kept;
     }
     return nullptr;
@@ -980,8 +974,7 @@ struct TierSearch {
     return slot;
   }
 
-  /// One address per search type: what a kept search was searched by.
-  template <class S>
+  /// One address per search type (and model): what a kept search was searched by.
   static constexpr char search_tag = 0;
 
   // What the solve shares (see `SolveRun`).
