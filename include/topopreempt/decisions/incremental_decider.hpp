@@ -36,14 +36,15 @@ namespace topopreempt {
 /// children it kept and takes again only the bounds of those whose version moved. The bound
 /// of an index block, or of a rack, that changed is kept with the bands and need it was taken
 /// from (64 bytes a band): when they are the same, bit for bit (a change seldom moves a band's
-/// extremes or the most idle host), the kept bound is the bound. All of it is bounded by the topology (one entry
-/// per target, group and block per tier), never by the number of calls. The searches
-/// themselves are kept too, the last 64, each with what it was a function of (its domain's
-/// scan versions, the incumbent, the nodes explored before it and the domains left): a domain
-/// searched again with all of them the same takes the kept outcome and its counters (only
-/// without a time limit: a clock cannot be compared). So is the plan's placement: a plan
-/// with the same target, victims and options on a reach whose version did not change lands
-/// the preemptor where the last one did, without searching the state less its victims again.
+/// extremes or the most idle host), the kept bound is the bound. All of it is bounded by the
+/// topology (one entry per target, group and block per tier), never by the number of calls.
+/// The searches themselves are kept too, the last 64, each with what it was a function of
+/// (its domain's scan versions, the incumbent, the nodes explored before it and the domains
+/// left): a domain searched again with all of them the same takes the kept outcome and its
+/// counters (only without a time limit: a clock cannot be compared). So is the plan's
+/// placement: a plan with the same target, victims and options on a reach whose version did
+/// not change lands the preemptor where the last one did, without searching the state less
+/// its victims again.
 ///
 /// `decide(state)` returns exactly the plan `solver.solve(state, preemptor, model)` returns
 /// (same victims, placement, cost, status, verdicts and statistics; only

@@ -794,28 +794,26 @@ double PreemptionContext<Model>::group_price_bound_cached(std::size_t tier_index
     ++cache->group_hits;
     return entry.bound;
   }
-  double bound = 0.0;
+  // A changed group above the hosts (a rack after a hundred changes) seldom has other bands
+  // or another most idle host: its bound is then the one kept with its cover. Apart from
+  // `group_price_bound`, which the cold path takes for every group it opens.
+  ScanCache::KeptCover* kept = nullptr;
   if constexpr (IndexPricedModel<Model>) {
     if (level < topology_.host_level()) {
-      // A changed group above the hosts (a rack after a hundred changes) seldom has other
-      // bands or another most idle host: its bound is then the one kept with its cover.
       if (cache->group_covers.size() <= level) cache->group_covers.resize(level + 1);
       auto& covers = cache->group_covers[level];
       if (covers.size() != count) covers.assign(count, {});
-      const double need = group_need(tier, group);
-      bound = !(need > 0.0)
-                  ? floor
-                  : kept_cover_bound(
-                        covers[topology_.ordinal(group)], *cache,
-                        [&](const auto& visit) {
-                          state_.for_each_index_band(group, preemptor_.priority, visit);
-                        },
-                        need, true, floor, grid);
-    } else {
-      bound = group_price_bound(tier, group, floor, grid);
+      kept = &covers[topology_.ordinal(group)];
     }
-  } else {
+  }
+  double bound = floor;
+  if (kept == nullptr) {
     bound = group_price_bound(tier, group, floor, grid);
+  } else if (const double need = group_need(tier, group); need > 0.0) {
+    bound = kept_cover_bound(
+        *kept, *cache,
+        [&](const auto& visit) { state_.for_each_index_band(group, preemptor_.priority, visit); },
+        need, true, floor, grid);
   }
   entry = {version, bound, true};
   ++cache->group_misses;
