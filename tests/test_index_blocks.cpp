@@ -9,10 +9,13 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -200,6 +203,99 @@ TEST_SUITE("index_blocks") {
     for (const WorkloadId id : ids)
       reversed.add(cluster.state.workload(id), cluster.state.placement(id));
     check_blocks(reversed, held_priorities(cluster.state));
+  }
+
+  TEST_CASE("band digests are the bands': a rebuilt state's, and moved whenever a band moves") {
+    // What a decider keeps a bound by (`kept_cover_bound`): a digest of every priority's
+    // bands of a domain above the hosts or of a block. A function of the bands alone, so a
+    // state built afresh from the same workloads (in another order) has the same digests; and
+    // a change that moves any band (every priority's, bit for bit) moves the digest.
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      GeneratedCluster cluster = wide_cluster(block_size + 4, 2, seed, 0.9);
+      Allocation& state = cluster.state;
+      const Topology& topology = state.topology();
+      const std::uint32_t blocks = block_count(state);
+      REQUIRE(blocks > 0);
+      std::vector<DomainId> above_hosts;
+      for (LevelIndex level = 0; level < topology.host_level(); ++level) {
+        for (const DomainId d : topology.domains_at(level)) above_hosts.push_back(d);
+      }
+      const auto all_bands = [&](auto&& for_each) {
+        std::vector<std::uint64_t> words;
+        const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+        for_each([&](const IndexBand& band) {
+          words.insert(words.end(),
+                       {static_cast<std::uint64_t>(band.priority),
+                        bits(band.least_lost_work_per_entry), bits(band.least_model_gib_per_entry),
+                        static_cast<std::uint64_t>(band.most_entries_per_victim),
+                        bits(band.second_least_lost_work_per_entry),
+                        static_cast<std::uint64_t>(band.entries_of_least_lost_work),
+                        bits(band.least_lost_work_per_replica),
+                        bits(band.least_model_gib_per_replica)});
+        });
+        return words;
+      };
+      constexpr std::int32_t every = std::numeric_limits<std::int32_t>::max();
+      const auto snapshot = [&](const Allocation& s) {
+        std::vector<std::pair<std::uint64_t, std::vector<std::uint64_t>>> out;
+        for (const DomainId d : above_hosts) {
+          out.emplace_back(s.index_band_digest(d), all_bands([&](const auto& visit) {
+                             s.for_each_index_band(d, every, visit);
+                           }));
+        }
+        for (std::uint32_t b = 0; b < blocks; ++b) {
+          out.emplace_back(s.index_block_band_digest(b), all_bands([&](const auto& visit) {
+                             s.for_each_index_block_band(b, every, visit);
+                           }));
+        }
+        return out;
+      };
+      std::mt19937_64 random(31 + seed);
+      std::vector<std::pair<Workload, Placement>> gone;
+      auto before = snapshot(state);
+      std::size_t moved = 0;
+      for (int step = 0; step < 40 && state.size() > 0; ++step) {
+        const std::vector<WorkloadId> ids = state.workload_ids();
+        const WorkloadId id = ids[random() % ids.size()];
+        const Workload& workload = state.workload(id);
+        if (step % 4 == 3 && !gone.empty()) {
+          state.add(gone.back().first, gone.back().second);
+          gone.pop_back();
+        } else if (workload.shrinkable_replicas() > 0 && random() % 2 == 0) {
+          const std::array<std::int32_t, 1> drop{0};
+          state.shrink(id, drop);
+        } else {
+          gone.emplace_back(workload, state.placement(id));
+          state.remove(id);
+        }
+        INFO("seed ", seed, " step ", step);
+        const auto after = snapshot(state);
+        // A state built afresh from the same workloads, in reverse order.
+        Allocation rebuilt(cluster.topology);
+        std::vector<WorkloadId> now = state.workload_ids();
+        std::reverse(now.begin(), now.end());
+        for (const WorkloadId w : now) rebuilt.add(state.workload(w), state.placement(w));
+        const auto fresh = snapshot(rebuilt);
+        REQUIRE(after.size() == before.size());
+        for (std::size_t i = 0; i < after.size(); ++i) {
+          INFO("entry ", i, " (domains above the hosts, then blocks)");
+          CHECK(after[i].first == fresh[i].first);
+          if (after[i].second != before[i].second) {
+            CHECK(after[i].first != before[i].first);
+            ++moved;
+          }
+        }
+        before = after;
+      }
+      CHECK(moved > 0);
+    }
+    // Hosts keep no band digest: asked for one, the state names the domain.
+    const GeneratedCluster cluster = wide_cluster(2, 1, 1, 0.5);
+    const DomainId host = cluster.state.topology().domains_at(
+        cluster.state.topology().host_level()).front();
+    const std::string named = "domain " + std::to_string(host.value) + " is not above";
+    CHECK_THROWS_WITH_AS((void)cluster.state.index_band_digest(host),
+                         doctest::Contains(named.c_str()), std::out_of_range);
   }
 
   TEST_CASE("a block's bound bounds every member's targets, under priced models") {

@@ -195,6 +195,25 @@ class Allocation {
   }
   /// As `prefetch_index_bands`, for block b.
   void prefetch_index_block(std::uint32_t b) const noexcept { preemption_index_.prefetch_block(b); }
+  /// A digest of d's bands in the preemption index, for d above the host level: every
+  /// priority's price extremes as `for_each_index_band` reads them. A function of those alone,
+  /// so equal digests mean the same bands bit for bit (barring a 2^-64 collision), whatever
+  /// the history or copy of the state: a reader that kept a result computed from d's bands
+  /// compares one word instead of the bands. Changes with the bands only, not with every
+  /// change under d (bands keep extremes, not sums). Cost: O(1). Throws `std::out_of_range`
+  /// naming d when it is unknown or not above the host level.
+  [[nodiscard]] std::uint64_t index_band_digest(DomainId d) const {
+    (void)column(d);  // validates d
+    if (topology_->level(d) >= topology_->host_level()) {
+      throw std::out_of_range("domain " + std::to_string(d.value) +
+                              " is not above the host level: it has no band digest");
+    }
+    return preemption_index_.band_digest(*topology_, d);
+  }
+  /// As `index_band_digest`, over block b's bands (b must be a block).
+  [[nodiscard]] std::uint64_t index_block_band_digest(std::uint32_t b) const noexcept {
+    return preemption_index_.block_band_digest(b);
+  }
   /// The band `workload` alone would form (its own extremes; `most_entries_per_victim` 0 when
   /// it holds no device): what `check_price_sum` checks a declared `IndexPricedModel` against.
   [[nodiscard]] IndexBand index_band_of(const Workload& workload) const noexcept {

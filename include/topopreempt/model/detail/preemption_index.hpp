@@ -68,6 +68,7 @@ class PreemptionIndex {
     make_blocks(topology);
     rows_.resize(first_block_slot_ + block_start_.size());
     digests_.resize(topology.domains_at(topology.host_level()).size());
+    band_digests_.assign(first_host_slot_ + block_start_.size(), empty_band_digest);
   }
 
   /// Marks "no block" (`block_of`).
@@ -97,6 +98,18 @@ class PreemptionIndex {
   void for_each_block_band(std::uint32_t b, std::int32_t priority, Visitor&& visit) const {
     visit_bands(first_block_slot_ + b, priority, std::forward<Visitor>(visit));
   }
+  /// A digest of the bands of d (a domain above the host level) as `for_each_band` reads them,
+  /// every priority's: each row's priority and price keys, in order. A function of those alone
+  /// (kept up to date by every change to them), so equal digests mean the same bands, bit for
+  /// bit, barring a 2^-64 collision, whatever the history or copy of the state.
+  [[nodiscard]] std::uint64_t band_digest(const Topology& topology, DomainId d) const noexcept {
+    return band_digests_[level_offset_[topology.level(d)] + topology.ordinal(d)];
+  }
+  /// As `band_digest`, for block b.
+  [[nodiscard]] std::uint64_t block_band_digest(std::uint32_t b) const noexcept {
+    return band_digests_[first_host_slot_ + b];
+  }
+
   /// As `prefetch`, for block b.
   void prefetch_block(std::uint32_t b) const noexcept {
 #if defined(__GNUC__) || defined(__clang__)
@@ -247,15 +260,29 @@ class PreemptionIndex {
     const std::size_t key_offset = this->key_offset();
     const bool per_replica = keeps_replica_keys(index_slot);
     std::size_t row = row_of(rows, priority, stride);
+    // Whether the bands changed (a row came or went, or an arrival lowered a key): only then
+    // is a band digest taken again (slots above the hosts: their rows are few).
+    bool bands_changed = false;
     if (row == rows.size() || rows[row + holding_priority] != priority) {
       // Never reallocates: reserve made room (or the row was emptied just before).
       rows.insert(rows.begin() + static_cast<std::ptrdiff_t>(row), stride, Amount{0});
       rows[row + holding_priority] = priority;
       std::fill_n(rows.begin() + static_cast<std::ptrdiff_t>(row + key_offset),
                   stride - key_offset, no_key);
+      bands_changed = true;
     }
     // An arrival can only lower the extremes; a departure's are recomputed by refresh.
-    if (sign > 0) fold_keys(rows.data() + row + key_offset, keys.data(), per_replica);
+    if (sign > 0) {
+      Amount* band = rows.data() + row + key_offset;
+      if (per_replica && !bands_changed) {
+        BandKeys before;
+        std::copy_n(band, key_count, before.begin());
+        fold_keys(band, keys.data(), true);
+        bands_changed = !std::equal(before.begin(), before.end(), band);
+      } else {
+        fold_keys(band, keys.data(), per_replica);
+      }
+    }
     rows[row + holding_devices] += device ? sign : 0;
     bool empty = rows[row + holding_devices] == 0;
     for (std::size_t i = 0; i < key_offset - holding_amounts; ++i) {
@@ -264,9 +291,12 @@ class PreemptionIndex {
           sign > 0 ? amount(static_cast<Eigen::Index>(i)) : -amount(static_cast<Eigen::Index>(i));
       empty = empty && held == 0;
     }
-    if (empty)
+    if (empty) {
       rows.erase(rows.begin() + static_cast<std::ptrdiff_t>(row),
                  rows.begin() + static_cast<std::ptrdiff_t>(row + stride));
+      bands_changed = true;
+    }
+    if (per_replica && bands_changed) redigest(index_slot);
   }
 
   /// After a workload with keys `gone` left (or shrank on) `hosts`: recomputes the band
@@ -337,6 +367,7 @@ class PreemptionIndex {
                   });
                 }
               }
+              redigest(index_slot);
             }
           }
         }
@@ -356,6 +387,7 @@ class PreemptionIndex {
                             sizeof(std::uint32_t);
     for (const auto& rows : rows_) bytes += rows.capacity() * sizeof(Amount);
     bytes += digests_.capacity() * sizeof(HostDigest);
+    bytes += band_digests_.capacity() * sizeof(std::uint64_t);
     return bytes;
   }
 
@@ -539,6 +571,35 @@ class PreemptionIndex {
       }
       fold_keys(band, member_rows.data() + member_row + keys, true);
     }
+    redigest(block_slot);
+  }
+  /// The band digest of no bands (an empty row set).
+  static constexpr std::uint64_t empty_band_digest = 0;
+  /// The digest `band_digest` keeps for `slot` (above the hosts, or a block), from its rows:
+  /// each row's priority and price keys, in order, folded by splitmix64's finaliser.
+  [[nodiscard]] std::uint64_t rows_digest(std::size_t slot) const noexcept {
+    const auto& rows = rows_[slot];
+    const std::size_t stride = stride_at(slot);
+    const std::size_t keys = key_offset();
+    std::uint64_t digest = empty_band_digest;
+    const auto fold = [&digest](Amount value) {
+      std::uint64_t x = digest ^ std::bit_cast<std::uint64_t>(value);
+      x += 0x9e3779b97f4a7c15ULL;
+      x = (x ^ (x >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+      x = (x ^ (x >> 27U)) * 0x94d049bb133111ebULL;
+      digest = x ^ (x >> 31U);
+    };
+    for (std::size_t row = 0; row < rows.size(); row += stride) {
+      fold(rows[row + holding_priority]);
+      for (std::size_t k = 0; k < key_count; ++k) fold(rows[row + keys + k]);
+    }
+    return digest;
+  }
+  /// Takes the band digest of `slot` (above the hosts, or a block) again after its bands
+  /// changed.
+  void redigest(std::size_t slot) noexcept {
+    band_digests_[slot < first_host_slot_ ? slot : slot - first_block_slot_ + first_host_slot_] =
+        rows_digest(slot);
   }
   [[nodiscard]] std::size_t stride_at(std::size_t slot) const noexcept {
     return key_offset() + (keeps_replica_keys(slot) ? key_count : host_key_count);
@@ -634,6 +695,8 @@ class PreemptionIndex {
   std::size_t dims_ = 0;
   std::vector<std::vector<Amount>> rows_;  // per indexed domain (slot)
   std::vector<HostDigest> digests_;        // per host (slot - first_host_slot_)
+  // Per slot above the hosts, then per block (`band_digest`, `block_band_digest`).
+  std::vector<std::uint64_t> band_digests_;
   std::vector<std::size_t> level_offset_;  // first slot of each level <= host
   std::size_t first_host_slot_ = 0;        // slots before it keep the per-replica keys
   // Blocks (`block_level`): their rows' first slot (past every domain's; these keep the

@@ -402,13 +402,15 @@ class PreemptionContext {
   /// `banded_price_bound`'s bound from a cover already taken (`need` > 0).
   [[nodiscard]] double price_bound_of(const IndexCover& cover, double floor, double grid) const;
   /// `price_bound_of(index_cover_from(for_each_band, need, least_action), floor, grid)`,
-  /// answered from `kept` when the bands `for_each_band` visits, `need` and `least_action`
-  /// are, bit for bit, those it was taken from (else taken and kept there): the same bound,
-  /// without the model's rates. O(bands) either way.
+  /// answered from `kept` when the bands' digest `band_digest` (the index's, of the domain or
+  /// block `for_each_band` visits), `need`, the preemptor's priority and `least_action` are,
+  /// bit for bit, those it was taken from (else taken and kept there): the same bound, read
+  /// from no band. O(1) when kept, O(bands) else.
   template <class ForEachBand>
   [[nodiscard]] double kept_cover_bound(ScanCache::KeptCover& kept, ScanCache& cache,
-                                        ForEachBand&& for_each_band, double need,
-                                        bool least_action, double floor, double grid) const;
+                                        std::uint64_t band_digest, ForEachBand&& for_each_band,
+                                        double need, bool least_action, double floor,
+                                        double grid) const;
   /// A bound for every target of `tier` under the members of the preemption index's block
   /// `block` (`Allocation::index_block_of`): `group_price_bound` over them at once, from the
   /// block's bands and the most idle devices of any host under them, so that a block whose

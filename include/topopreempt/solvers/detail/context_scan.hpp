@@ -811,7 +811,7 @@ double PreemptionContext<Model>::group_price_bound_cached(std::size_t tier_index
     bound = group_price_bound(tier, group, floor, grid);
   } else if (const double need = group_need(tier, group); need > 0.0) {
     bound = kept_cover_bound(
-        *kept, *cache,
+        *kept, *cache, state_.index_band_digest(group),
         [&](const auto& visit) { state_.for_each_index_band(group, preemptor_.priority, visit); },
         need, true, floor, grid);
   }
@@ -896,52 +896,23 @@ IndexCover PreemptionContext<Model>::index_cover_from(ForEachBand&& for_each_ban
   return out;
 }
 
-namespace cover_detail {
-/// Whether two bands are the same, bit for bit (a bound read from one is the other's).
-[[nodiscard]] inline bool same_band(const IndexBand& a, const IndexBand& b) noexcept {
-  // Every field is compared below: a field added to the band must be added there too.
-  static_assert(sizeof(IndexBand) == 64, "compare every field of IndexBand in same_band");
-  const auto bits = [](double value) { return std::bit_cast<std::uint64_t>(value); };
-  return a.priority == b.priority &&
-         bits(a.least_lost_work_per_entry) == bits(b.least_lost_work_per_entry) &&
-         bits(a.least_model_gib_per_entry) == bits(b.least_model_gib_per_entry) &&
-         a.most_entries_per_victim == b.most_entries_per_victim &&
-         bits(a.second_least_lost_work_per_entry) == bits(b.second_least_lost_work_per_entry) &&
-         a.entries_of_least_lost_work == b.entries_of_least_lost_work &&
-         bits(a.least_lost_work_per_replica) == bits(b.least_lost_work_per_replica) &&
-         bits(a.least_model_gib_per_replica) == bits(b.least_model_gib_per_replica);
-}
-}  // namespace cover_detail
-
 template <CostModel Model>
 template <class ForEachBand>
 double PreemptionContext<Model>::kept_cover_bound(ScanCache::KeptCover& kept, ScanCache& cache,
+                                                  std::uint64_t band_digest,
                                                   ForEachBand&& for_each_band, double need,
                                                   bool least_action, double floor,
                                                   double grid) const {
-  auto& bands = cache.band_scratch;
-  bands.clear();
-  for_each_band([&](const IndexBand& band) { bands.push_back(band); });
   const auto need_bits = std::bit_cast<std::uint64_t>(need);
-  if (kept.valid && kept.need == need_bits && kept.least_action == least_action &&
-      std::equal(bands.begin(), bands.end(), kept.bands.begin(), kept.bands.end(),
-                 cover_detail::same_band)) {
+  if (kept.valid && kept.band_digest == band_digest && kept.need == need_bits &&
+      kept.priority == preemptor_.priority && kept.least_action == least_action) {
     ++cache.cover_hits;
     return kept.bound;
   }
   kept.valid = false;  // stays so if the bound throws
-  const double bound = price_bound_of(
-      index_cover_from(
-          [&](const auto& visit) {
-            for (const IndexBand& band : bands) visit(band);
-          },
-          need, least_action),
-      floor, grid);
-  kept.bands.assign(bands.begin(), bands.end());
-  kept.need = need_bits;
-  kept.least_action = least_action;
-  kept.bound = bound;
-  kept.valid = true;
+  const double bound =
+      price_bound_of(index_cover_from(for_each_band, need, least_action), floor, grid);
+  kept = {true, least_action, preemptor_.priority, need_bits, band_digest, bound};
   ++cache.cover_misses;
   return bound;
 }
@@ -985,7 +956,7 @@ double PreemptionContext<Model>::block_price_bound(const Tier& tier, std::uint32
     if (cache != nullptr) {
       if (cache->block_covers.size() <= block) cache->block_covers.resize(std::size_t{block} + 1);
       return kept_cover_bound(
-          cache->block_covers[block], *cache,
+          cache->block_covers[block], *cache, state_.index_block_band_digest(block),
           [&](const auto& visit) {
             state_.for_each_index_block_band(block, preemptor_.priority, visit);
           },

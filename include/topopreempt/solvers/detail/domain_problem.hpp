@@ -175,18 +175,21 @@ struct ScanCache {
   };
   std::vector<TierShape> shapes;
   /// A bound taken from an index cover (`price_bound_of(index_cover_from(...))`), kept with
-  /// everything the cover read: the bands it visited, in order, the need (its bits) and
-  /// whether it took the least action price. The bound is a function of those alone (and of
-  /// the model, floor and grid), so when an index block that changed still has those bands
-  /// and that need, bit for bit, the kept bound is its bound: a change that moved no band's
-  /// extremes and not the most idle devices of a host keeps it. Bands keep extremes, not
-  /// sums, so most changes move none. Taken under `bounds_floor` and `bounds_grid`.
+  /// everything the cover read: the digest of the bands it visited (the index's band digest of
+  /// the domain or block, every priority's), the preemptor's priority (which bands it
+  /// visited), the need (its bits) and whether it took the least action price. The bound is a
+  /// function of those alone (and of the model, floor and grid), so when an index block that
+  /// changed still has those bands and that need, the kept bound is its bound: a change that
+  /// moved no band's extremes and not the most idle devices of a host keeps it, read from no
+  /// band. Bands keep extremes, not sums, so most changes move none. Taken under
+  /// `bounds_floor` and `bounds_grid`.
   struct KeptCover {
     bool valid = false;
     bool least_action = false;
+    std::int32_t priority = 0;
     std::uint64_t need = 0;
+    std::uint64_t band_digest = 0;
     double bound = 0.0;
-    std::vector<IndexBand> bands;
   };
   /// A group's index bound (`group_price_bound`), kept with the group's version: a group
   /// whose subtree did not change has the same bands and idle devices, so the same bound, bit
@@ -279,8 +282,6 @@ struct ScanCache {
   /// (`group_price_bound`) was last taken from: as `block_covers`, for a group whose version
   /// changed (`group_price_bound_cached`). Kept for every tier, the need part of it.
   std::vector<std::vector<KeptCover>> group_covers;
-  /// Scratch of `PreemptionContext::kept_cover_bound`: the bands of the domain being bounded.
-  std::vector<IndexBand> band_scratch;
   /// The preemptor's placement in the last plan with victims (`PreemptionContext::make_plan`),
   /// kept with the plan's tier and target, the version of the target's reach (whose subtree
   /// holds every device and pool the placement search reads) and the victims' chosen options
