@@ -273,6 +273,19 @@ struct ScanCache {
   /// binary searches a block on an irregular tree, every call), so never dropped. An empty
   /// run means not yet found.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> block_hosts;
+  /// Per tier, where the runs of its targets (`PreemptionContext::targets`, ascending id) under
+  /// groups and index blocks start: the topology's alone, found on first use (two binary
+  /// searches over every target each time, else), so never dropped. Per level, per group by
+  /// ordinal in its level, the first target's position (`unknown` until found); per block,
+  /// its run [first, last).
+  struct TargetRuns {
+    static constexpr std::uint32_t unknown = std::numeric_limits<std::uint32_t>::max();
+    /// The level of the targets the runs are of (none yet: past any level).
+    std::size_t target_level = std::numeric_limits<std::size_t>::max();
+    std::vector<std::vector<std::uint32_t>> groups;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> blocks;
+  };
+  std::vector<TargetRuns> target_runs;
   /// Per index block, the cover its bound (`block_price_bound`) was last taken from: a block
   /// no longer has the version digest it had (after a hundred changes nearly every block
   /// changed somewhere), but seldom other bands or another most idle host. Kept per block

@@ -492,6 +492,66 @@ struct TierSearch {
     return targets_between(group, context.topology().subtree_end(group));
   }
 
+  /// The targets of `tier` inside group candidate `group` (not a block), its `members` of
+  /// them: as `members_of`, the run's start kept in a decider's cache (the topology's alone:
+  /// two binary searches over every target of the tier, else).
+  [[nodiscard]] std::span<const DomainId> members_of_group(const Candidate& group) {
+    if (cache == nullptr) return members_of(group.target);
+    const Topology& topology = context.topology();
+    auto& levels = target_runs().groups;
+    const LevelIndex level = topology.level(group.target);
+    if (levels.size() <= level) levels.resize(level + 1);
+    auto& firsts = levels[level];
+    const std::size_t count = topology.domains_at(level).size();
+    if (firsts.size() != count) firsts.assign(count, ScanCache::TargetRuns::unknown);
+    std::uint32_t& first = firsts[topology.ordinal(group.target)];
+    const auto all = context.targets(tier);
+    if (first == ScanCache::TargetRuns::unknown) {
+      const auto members = members_of(group.target);
+      first = static_cast<std::uint32_t>(members.data() - all.data());
+    }
+    return all.subspan(first, group.members);
+  }
+
+  /// This tier's `ScanCache::target_runs` (a cache's), started afresh when it was kept for
+  /// targets at another level.
+  ScanCache::TargetRuns& target_runs() {
+    if (cache->target_runs.size() <= tier_index) cache->target_runs.resize(tier_index + 1);
+    ScanCache::TargetRuns& runs_of_tier = cache->target_runs[tier_index];
+    if (runs_of_tier.target_level != tier.target_level) {
+      runs_of_tier = {};
+      runs_of_tier.target_level = tier.target_level;
+    }
+    return runs_of_tier;
+  }
+
+  /// The run of `tier`'s targets inside index block `block`, as [first, last) positions in
+  /// `context.targets(tier)`: kept in a decider's cache (the topology's alone), else found by
+  /// galloping from `from` (a position at or before the run's start) over the targets.
+  [[nodiscard]] std::pair<std::size_t, std::size_t> block_targets(std::uint32_t block,
+                                                                  std::size_t from) {
+    const auto all = context.targets(tier);
+    const auto find = [&] {
+      const std::size_t first =
+          gallop_lower_bound(all, from, block_domains(block).front());
+      const std::size_t last = gallop_lower_bound(
+          all, first, context.topology().subtree_end(block_domains(block).back()));
+      return std::pair<std::size_t, std::size_t>{first, last};
+    };
+    if (cache == nullptr) return find();
+    auto& runs_of_blocks = target_runs().blocks;
+    if (runs_of_blocks.size() <= block) {
+      runs_of_blocks.resize(std::size_t{block} + 1,
+                            {ScanCache::TargetRuns::unknown, ScanCache::TargetRuns::unknown});
+    }
+    auto& kept = runs_of_blocks[block];
+    if (kept.first == ScanCache::TargetRuns::unknown) {
+      const auto [first, last] = find();
+      kept = {static_cast<std::uint32_t>(first), static_cast<std::uint32_t>(last)};
+    }
+    return {kept.first, kept.second};
+  }
+
   /// The targets of `tier` with ids in [first, end), ascending id.
   [[nodiscard]] std::span<const DomainId> targets_between(DomainId first, DomainId end) const {
     const auto all = context.targets(tier);
@@ -684,15 +744,14 @@ struct TierSearch {
     const std::uint32_t first_block = state.index_block_of(children.front());
     if (first_block == Allocation::index_no_block) return false;
     const std::uint32_t last_block = state.index_block_of(children.back());
-    const Topology& topology = context.topology();
-    std::size_t first = 0;
+    // Positions in the tier's targets, of which `members` is a run.
+    std::size_t from = static_cast<std::size_t>(members.data() - context.targets(tier).data());
     for (std::uint32_t b = first_block; b <= last_block; ++b) {
       if (b + 4 <= last_block) state.prefetch_index_block(b + 4);
       const auto domains = block_domains(b);
-      const std::size_t last =
-          gallop_lower_bound(members, first, topology.subtree_end(domains.back()));
+      const auto [first, last] = block_targets(b, from);
       const std::size_t count = last - first;
-      first = last;
+      from = last;
       if (count == 0) continue;
       const double bound = by_gang_blocks
                                ? context.block_gang_bound(tier, b, floor, grid, cache)
@@ -719,8 +778,8 @@ struct TierSearch {
       // block's members are at the level above the hosts), else the targets themselves
       // (racks, under the gang bound).
       const auto domains = block_domains(group.block);
-      const auto members =
-          targets_between(domains.front(), topology.subtree_end(domains.back()));
+      const auto [first, last] = block_targets(group.block, 0);
+      const auto members = context.targets(tier).subspan(first, last - first);
       if (by_gang_blocks) {
         open_into_targets(group, members, false, for_listing);
       } else {
@@ -729,7 +788,7 @@ struct TierSearch {
       return;
     }
     const LevelIndex level = topology.level(group.target);
-    const auto members = members_of(group.target);
+    const auto members = members_of_group(group);
     if (level < host_level && level + 1 < tier.target_level) {
       const auto children = topology.domains_at(level + 1, group.target);
       // Many children (the racks of a large cluster's root): taken by blocks first, so that
