@@ -9,7 +9,9 @@
 //   valgrind --tool=callgrind --collect-atstart=no /tmp/after_changes numa4 greedy warm 20
 // Arguments: the kind (bench_kinds.hpp), the solver (`greedy`, else branch-and-bound), `warm`
 // or `cold`, and the rounds (40 by default). With COUNTS=1 in the environment it prints the
-// decider's cache counters for each decision of a round that must preempt. Exits 1 when a
+// decider's cache counters for each decision of a round that must preempt; with EVICT=1 it
+// evicts the CPU's caches before each collected call, as the timed benchmark does (run it with
+// `--cache-sim=yes` to count where such a call misses). Exits 1 when a
 // decider's plan differs from the cold plan.
 #include <valgrind/callgrind.h>
 
@@ -18,6 +20,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "bench_kinds.hpp"
 #include "topopreempt/decisions/incremental_decider.hpp"
@@ -41,6 +44,14 @@ std::array<std::uint64_t, 14> counters(const Decider& decider) {
           decider.reused_placements(),  decider.fresh_placements()};
 }
 
+/// Writes a buffer twice the size of this machine's 32 MiB L3, as `bench_index` does before a
+/// timed call, so that callgrind's cache simulation (`--cache-sim=yes`) counts the misses of a
+/// call that finds none of its data in the caches.
+void evict_cpu_caches() {
+  static std::vector<unsigned char> buffer(64U << 20U);
+  for (std::size_t i = 0; i < buffer.size(); i += 64) buffer[i] = static_cast<unsigned char>(i);
+}
+
 template <class Solver>
 int replay(const Solver& solver, std::size_t kind, bool collect_decider, int rounds) {
   const topopreempt_bench::Kind& spec = topopreempt_bench::kinds()[kind];
@@ -50,6 +61,7 @@ int replay(const Solver& solver, std::size_t kind, bool collect_decider, int rou
   (void)decider.decide(state);
   topopreempt_bench::ChangeRounds changes(state);
   const bool print_counters = std::getenv("COUNTS") != nullptr;
+  const bool evict = std::getenv("EVICT") != nullptr;
   int preempting = 0;
   int same = 0;
   for (int round = 0; round < rounds; ++round) {
@@ -63,9 +75,11 @@ int replay(const Solver& solver, std::size_t kind, bool collect_decider, int rou
     (void)decider.decide(state);
     changes.redo();
     const auto before = counters(decider);
+    if (evict && collect_decider) evict_cpu_caches();
     if (must_preempt && collect_decider) CALLGRIND_TOGGLE_COLLECT;
     const PreemptionPlan warm = decider.decide(state);
     if (must_preempt && collect_decider) CALLGRIND_TOGGLE_COLLECT;
+    if (evict && !collect_decider) evict_cpu_caches();
     if (must_preempt && !collect_decider) CALLGRIND_TOGGLE_COLLECT;
     const PreemptionPlan cold = solver.solve(state, preemptor, cost_model);
     if (must_preempt && !collect_decider) CALLGRIND_TOGGLE_COLLECT;
