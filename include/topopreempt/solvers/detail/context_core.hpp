@@ -313,6 +313,9 @@ class PreemptionContext {
   /// The least deficit of whole devices `group_price_bound` covers in `group`: the tier's
   /// demand less the most idle devices of one host of the group.
   [[nodiscard]] double group_need(const Tier& tier, DomainId group) const;
+  /// `group_need`, the run of the group's hosts kept in `cache` (`ScanCache::group_hosts`).
+  [[nodiscard]] double group_need_cached(const Tier& tier, DomainId group,
+                                         ScanCache& cache) const;
   /// `group_price_bound`, answered from `cache` (when not null) while the group's version is
   /// the one it was taken at (and the floor and grid are those of
   /// `ScanCache::keep_bounds_for`): a decider's later call takes anew only the bounds of groups

@@ -776,6 +776,31 @@ double PreemptionContext<Model>::group_need(const Tier& tier, DomainId group) co
 }
 
 template <CostModel Model>
+double PreemptionContext<Model>::group_need_cached(const Tier& tier, DomainId group,
+                                                   ScanCache& cache) const {
+  const LevelIndex host_level = topology_.host_level();
+  const LevelIndex level = topology_.level(group);
+  const auto& idle_index = state_.idle_device_index();
+  if (level >= host_level || !idle_index.covers(host_level)) return group_need(tier, group);
+  // As `group_need`: the idle index over the group's hosts, their run of ordinals kept (the
+  // topology's: a binary search over every host of an irregular tree, else).
+  if (cache.group_hosts.size() <= level) cache.group_hosts.resize(level + 1);
+  auto& runs = cache.group_hosts[level];
+  const std::size_t count = topology_.domains_at(level).size();
+  if (runs.size() != count) runs.assign(count, {});
+  auto& run = runs[topology_.ordinal(group)];
+  if (run.first == run.second) {
+    const auto all = topology_.domains_at(host_level);
+    const auto inside = topology_.domains_at(host_level, group);
+    const auto first = static_cast<std::uint32_t>(inside.data() - all.data());
+    run = {first, first + static_cast<std::uint32_t>(inside.size())};
+  }
+  const double most_idle = static_cast<double>(
+      std::max<std::int64_t>(idle_index.most_idle_in(host_level, run.first, run.second), 0));
+  return total_demand(tier, whole_device_dim) - most_idle;
+}
+
+template <CostModel Model>
 double PreemptionContext<Model>::group_price_bound_cached(std::size_t tier_index,
                                                           const Tier& tier, DomainId group,
                                                           double floor, double grid,
@@ -809,7 +834,7 @@ double PreemptionContext<Model>::group_price_bound_cached(std::size_t tier_index
   double bound = floor;
   if (kept == nullptr) {
     bound = group_price_bound(tier, group, floor, grid);
-  } else if (const double need = group_need(tier, group); need > 0.0) {
+  } else if (const double need = group_need_cached(tier, group, *cache); need > 0.0) {
     bound = kept_cover_bound(
         *kept, *cache, state_.index_band_digest(group),
         [&](const auto& visit) { state_.for_each_index_band(group, preemptor_.priority, visit); },

@@ -286,6 +286,10 @@ struct ScanCache {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> blocks;
   };
   std::vector<TargetRuns> target_runs;
+  /// Per level above the hosts, per group by ordinal in its level, the host-level ordinals
+  /// [first, last) of the hosts under it (`PreemptionContext::group_need_cached`), found on
+  /// first use: the topology's alone, so never dropped. An empty run means not yet found.
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> group_hosts;
   /// Per index block, the cover its bound (`block_price_bound`) was last taken from: a block
   /// no longer has the version digest it had (after a hundred changes nearly every block
   /// changed somewhere), but seldom other bands or another most idle host. Kept per block
