@@ -526,17 +526,22 @@ struct TierSearch {
   }
 
   /// The run of `tier`'s targets inside index block `block`, as [first, last) positions in
-  /// `context.targets(tier)`: kept in a decider's cache (the topology's alone), else found by
-  /// galloping from `from` (a position at or before the run's start) over the targets.
+  /// `context.targets(tier)`: kept in a decider's cache (the topology's alone), else found from
+  /// `start`, where the run starts when the caller knows it (the end of the preceding sibling
+  /// block's run: siblings' targets follow each other), by galloping to its end, or by two
+  /// binary searches over the targets (`unknown_start`).
+  static constexpr std::size_t unknown_start = std::numeric_limits<std::size_t>::max();
   [[nodiscard]] std::pair<std::size_t, std::size_t> block_targets(std::uint32_t block,
-                                                                  std::size_t from) {
+                                                                  std::size_t start) {
     const auto all = context.targets(tier);
     const auto find = [&] {
-      const std::size_t first =
-          gallop_lower_bound(all, from, block_domains(block).front());
-      const std::size_t last = gallop_lower_bound(
-          all, first, context.topology().subtree_end(block_domains(block).back()));
-      return std::pair<std::size_t, std::size_t>{first, last};
+      const auto domains = block_domains(block);
+      const DomainId end = context.topology().subtree_end(domains.back());
+      if (start != unknown_start)
+        return std::pair<std::size_t, std::size_t>{start, gallop_lower_bound(all, start, end)};
+      const auto members = targets_between(domains.front(), end);
+      const auto first = static_cast<std::size_t>(members.data() - all.data());
+      return std::pair<std::size_t, std::size_t>{first, first + members.size()};
     };
     if (cache == nullptr) return find();
     auto& runs_of_blocks = target_runs().blocks;
@@ -744,7 +749,8 @@ struct TierSearch {
     const std::uint32_t first_block = state.index_block_of(children.front());
     if (first_block == Allocation::index_no_block) return false;
     const std::uint32_t last_block = state.index_block_of(children.back());
-    // Positions in the tier's targets, of which `members` is a run.
+    // Where each block's run of targets starts (positions in the tier's targets, of which
+    // `members` is a run): the first at the parent's, each next where the last one ended.
     std::size_t from = static_cast<std::size_t>(members.data() - context.targets(tier).data());
     for (std::uint32_t b = first_block; b <= last_block; ++b) {
       if (b + 4 <= last_block) state.prefetch_index_block(b + 4);
@@ -778,7 +784,7 @@ struct TierSearch {
       // block's members are at the level above the hosts), else the targets themselves
       // (racks, under the gang bound).
       const auto domains = block_domains(group.block);
-      const auto [first, last] = block_targets(group.block, 0);
+      const auto [first, last] = block_targets(group.block, unknown_start);
       const auto members = context.targets(tier).subspan(first, last - first);
       if (by_gang_blocks) {
         open_into_targets(group, members, false, for_listing);
