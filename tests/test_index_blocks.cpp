@@ -86,6 +86,26 @@ std::uint32_t block_count(const Allocation& state) {
   return count;
 }
 
+/// One random change: the last departed workload in `gone` comes back when `arrival` (and one
+/// has left), else a random workload shrinks by a replica (when it can, half the time) or
+/// leaves (kept in `gone`).
+void random_change(Allocation& state, std::vector<std::pair<Workload, Placement>>& gone,
+                   std::mt19937_64& random, bool arrival) {
+  const std::vector<WorkloadId> ids = state.workload_ids();
+  const WorkloadId id = ids[random() % ids.size()];
+  const Workload& workload = state.workload(id);
+  if (arrival && !gone.empty()) {
+    state.add(gone.back().first, gone.back().second);
+    gone.pop_back();
+  } else if (workload.shrinkable_replicas() > 0 && random() % 2 == 0) {
+    const std::array<std::int32_t, 1> drop{0};
+    state.shrink(id, drop);
+  } else {
+    gone.emplace_back(workload, state.placement(id));
+    state.remove(id);
+  }
+}
+
 /// Recount of block b's bands below `priority` (as a parent's bands are over its children's).
 std::vector<IndexBand> recount_block_bands(const Allocation& state, std::uint32_t b,
                                            std::int32_t priority) {
@@ -175,20 +195,9 @@ TEST_SUITE("index_blocks") {
       std::mt19937_64 random(11 + seed);
       std::vector<std::pair<Workload, Placement>> gone;
       for (int step = 0; step < 40 && state.size() > 0; ++step) {
-        const std::vector<WorkloadId> ids = state.workload_ids();
-        const WorkloadId id = ids[random() % ids.size()];
-        const Workload& workload = state.workload(id);
-        if (step % 5 == 4 && !gone.empty()) {
-          // A departed workload comes back: an arrival folds into the block's extremes.
-          state.add(gone.back().first, gone.back().second);
-          gone.pop_back();
-        } else if (workload.shrinkable_replicas() > 0 && random() % 2 == 0) {
-          const std::array<std::int32_t, 1> drop{0};
-          state.shrink(id, drop);
-        } else {
-          gone.emplace_back(workload, state.placement(id));
-          state.remove(id);
-        }
+        // Every fifth step a departed workload comes back: an arrival folds into the
+        // block's extremes.
+        random_change(state, gone, random, step % 5 == 4);
         INFO("seed ", seed, " step ", step);
         check_blocks(state, priorities);
       }
@@ -255,19 +264,7 @@ TEST_SUITE("index_blocks") {
       auto before = snapshot(state);
       std::size_t moved = 0;
       for (int step = 0; step < 40 && state.size() > 0; ++step) {
-        const std::vector<WorkloadId> ids = state.workload_ids();
-        const WorkloadId id = ids[random() % ids.size()];
-        const Workload& workload = state.workload(id);
-        if (step % 4 == 3 && !gone.empty()) {
-          state.add(gone.back().first, gone.back().second);
-          gone.pop_back();
-        } else if (workload.shrinkable_replicas() > 0 && random() % 2 == 0) {
-          const std::array<std::int32_t, 1> drop{0};
-          state.shrink(id, drop);
-        } else {
-          gone.emplace_back(workload, state.placement(id));
-          state.remove(id);
-        }
+        random_change(state, gone, random, step % 4 == 3);
         INFO("seed ", seed, " step ", step);
         const auto after = snapshot(state);
         // A state built afresh from the same workloads, in reverse order.
