@@ -21,6 +21,7 @@
 
 #include "topopreempt/model/detail/entry_layout.hpp"
 #include "topopreempt/model/detail/idle_device_index.hpp"
+#include "topopreempt/model/detail/mix.hpp"
 #include "topopreempt/model/detail/preemption_index.hpp"
 #include "topopreempt/model/detail/slot_map.hpp"
 #include "topopreempt/model/index_band.hpp"
@@ -555,10 +556,7 @@ class Allocation {
 
   /// splitmix64's finaliser: a bijective mix, so distinct inputs stay distinct.
   [[nodiscard]] static constexpr std::uint64_t mix(std::uint64_t x) noexcept {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30U)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27U)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31U);
+    return detail::splitmix64_mix(x);
   }
   /// Digest of everything a decision reads from a record: the workload's fields and where
   /// each entry sits with what amount. Deterministic across runs and platforms.

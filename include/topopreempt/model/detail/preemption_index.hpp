@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "topopreempt/model/detail/mix.hpp"
 #include "topopreempt/model/index_band.hpp"
 #include "topopreempt/model/resources.hpp"
 #include "topopreempt/model/topology.hpp"
@@ -576,18 +577,14 @@ class PreemptionIndex {
   /// The band digest of no bands (an empty row set).
   static constexpr std::uint64_t empty_band_digest = 0;
   /// The digest `band_digest` keeps for `slot` (above the hosts, or a block), from its rows:
-  /// each row's priority and price keys, in order, folded by splitmix64's finaliser.
+  /// each row's priority and price keys, in order, folded by `splitmix64_mix`.
   [[nodiscard]] std::uint64_t rows_digest(std::size_t slot) const noexcept {
     const auto& rows = rows_[slot];
     const std::size_t stride = stride_at(slot);
     const std::size_t keys = key_offset();
     std::uint64_t digest = empty_band_digest;
     const auto fold = [&digest](Amount value) {
-      std::uint64_t x = digest ^ std::bit_cast<std::uint64_t>(value);
-      x += 0x9e3779b97f4a7c15ULL;
-      x = (x ^ (x >> 30U)) * 0xbf58476d1ce4e5b9ULL;
-      x = (x ^ (x >> 27U)) * 0x94d049bb133111ebULL;
-      digest = x ^ (x >> 31U);
+      digest = splitmix64_mix(digest ^ std::bit_cast<std::uint64_t>(value));
     };
     for (std::size_t row = 0; row < rows.size(); row += stride) {
       fold(rows[row + holding_priority]);

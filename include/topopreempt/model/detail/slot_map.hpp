@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "topopreempt/model/detail/mix.hpp"
+
 namespace topopreempt::detail {
 
 /// Allocates on cache-line boundaries, so that a home block of `SlotMap` is one line.
@@ -165,11 +167,7 @@ class SlotMap {
   /// mixed first), the slot in it id % 4: consecutive ids fill one line. Masked (the table
   /// has at least 16 slots, so whole blocks).
   [[nodiscard]] static std::size_t home(std::uint64_t id, std::size_t mask) noexcept {
-    std::uint64_t block = id >> 2U;
-    block += 0x9e3779b97f4a7c15ULL;
-    block = (block ^ (block >> 30U)) * 0xbf58476d1ce4e5b9ULL;
-    block = (block ^ (block >> 27U)) * 0x94d049bb133111ebULL;
-    block ^= block >> 31U;
+    const std::uint64_t block = splitmix64_mix(id >> 2U);
     return static_cast<std::size_t>((block << 2U) | (id & 3U)) & mask;
   }
 
