@@ -24,7 +24,9 @@ std::optional<Shortfall> PreemptionContext<Model>::build_problem(const Tier& tie
                                                                  DomainProblem& problem) const {
   problem.target = target;
   problem.tier = &tier;
-  problem.victims.clear();
+  // As a new problem's, until set below: `problem` may hold an earlier domain's (or call's).
+  problem.lower_bound = 0.0;
+  problem.grid = 0.0;
   problem.dims = tier.dims;
   const std::vector<std::size_t>& dims = problem.dims;
   problem.need.assign(dims.size(), 0.0);
