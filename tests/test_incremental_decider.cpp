@@ -660,7 +660,7 @@ TEST_SUITE("incremental_decider") {
       // The bounds a pruned group's targets are listed by, kept by the group's version.
       const auto& shape = context.tier_shape(cache, t, tier);
       const auto all = context.targets(tier);
-      std::vector<double> scratch;
+      std::vector<detail::ScanCache::ListedTarget> scratch;
       for (const DomainId group : topology.domains_at(shape.opening_level)) {
         const auto from = std::lower_bound(all.begin(), all.end(), group);
         const auto to = std::lower_bound(from, all.end(), topology.subtree_end(group));
@@ -668,10 +668,17 @@ TEST_SUITE("incremental_decider") {
         if (members.empty()) continue;
         INFO("tier ", t, " listed group ", group.value);
         const auto listed =
-            context.listed_bounds_cached(t, tier, group, members, floor, grid, &cache, scratch);
-        REQUIRE(listed.size() == members.size());
-        for (std::size_t i = 0; i < members.size(); ++i)
-          CHECK(bits(listed[i]) == bits(context.index_price_bound(tier, members[i], floor, grid)));
+            context.listed_targets_cached(t, tier, group, members, floor, grid, &cache, scratch);
+        // Every member once, by its fresh bound, in ascending (bound, id): one run of the heap.
+        std::vector<std::pair<double, DomainId>> fresh_listed;
+        for (const DomainId member : members)
+          fresh_listed.emplace_back(context.index_price_bound(tier, member, floor, grid), member);
+        std::sort(fresh_listed.begin(), fresh_listed.end());
+        REQUIRE(listed.size() == fresh_listed.size());
+        for (std::size_t i = 0; i < listed.size(); ++i) {
+          CHECK(listed[i].target == fresh_listed[i].second);
+          CHECK(bits(listed[i].bound) == bits(fresh_listed[i].first));
+        }
         // What opening the group admitted, kept by the same version.
         const auto* admitted =
             context.admissions_cached(t, tier, group, members, floor, grid, &cache);

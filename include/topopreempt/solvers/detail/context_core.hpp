@@ -263,18 +263,16 @@ class PreemptionContext {
                                                    DomainId target, double floor, double grid,
                                                    ScanCache* cache) const;
 
-  /// The index bounds (`index_price_bound_cached` with the per-host part) of `members`, the
-  /// targets of `group`, in their order: what `prune_rest` lists a pruned group's targets by.
-  /// With `cache`, when the group is at the tier's opening level and the tier's shape is
-  /// `local`, answered from it while the group's version is the one they were taken at (the
-  /// same bounds, bit for bit: the group's version covers every domain they read); else taken
-  /// into `scratch`. The span lives until the next call.
-  [[nodiscard]] std::span<const double> listed_bounds_cached(std::size_t tier_index,
-                                                             const Tier& tier, DomainId group,
-                                                             std::span<const DomainId> members,
-                                                             double floor, double grid,
-                                                             ScanCache* cache,
-                                                             std::vector<double>& scratch) const;
+  /// The targets `members` of `group` with their index bounds (`index_price_bound_cached`
+  /// with the per-host part), in ascending (bound, id): what `prune_rest` lists a pruned
+  /// group's targets by. With `cache`, when the group is at the tier's opening level and the
+  /// tier's shape is `local`, answered from it while the group's version is the one they were
+  /// taken at (the same bounds, bit for bit: the group's version covers every domain they
+  /// read); else taken into `scratch`. The span lives until the next call.
+  [[nodiscard]] std::span<const ScanCache::ListedTarget> listed_targets_cached(
+      std::size_t tier_index, const Tier& tier, DomainId group,
+      std::span<const DomainId> members, double floor, double grid, ScanCache* cache,
+      std::vector<ScanCache::ListedTarget>& scratch) const;
 
   /// The entry `per_tier` keeps for `group`, a group at `shape`'s opening level, in tier
   /// `tier_index` (one per group of that level, made on first use).

@@ -282,13 +282,20 @@ const ScanCache::TierShape& PreemptionContext<Model>::tier_shape(ScanCache& cach
 }
 
 template <CostModel Model>
-std::span<const double> PreemptionContext<Model>::listed_bounds_cached(
+std::span<const ScanCache::ListedTarget> PreemptionContext<Model>::listed_targets_cached(
     std::size_t tier_index, const Tier& tier, DomainId group, std::span<const DomainId> members,
-    double floor, double grid, ScanCache* cache, std::vector<double>& scratch) const {
-  const auto take = [&](std::vector<double>& out) {
+    double floor, double grid, ScanCache* cache,
+    std::vector<ScanCache::ListedTarget>& scratch) const {
+  const auto take = [&](std::vector<ScanCache::ListedTarget>& out) {
     out.clear();
-    for (const DomainId target : members)
-      out.push_back(index_price_bound_cached(tier_index, tier, target, floor, grid, true, cache));
+    for (const DomainId target : members) {
+      out.push_back(
+          {index_price_bound_cached(tier_index, tier, target, floor, grid, true, cache), target});
+    }
+    std::sort(out.begin(), out.end(),
+              [](const ScanCache::ListedTarget& a, const ScanCache::ListedTarget& b) {
+                return a.bound < b.bound || (a.bound == b.bound && a.target < b.target);
+              });
   };
   if (cache == nullptr) {
     take(scratch);
@@ -302,16 +309,16 @@ std::span<const double> PreemptionContext<Model>::listed_bounds_cached(
   ScanCache::ListedBounds& entry =
       opening_level_entry(cache->listed_bounds, tier_index, shape, group);
   const std::uint64_t version = state_.domain_version(group);
-  if (entry.valid && entry.version == version && entry.bounds.size() == members.size()) {
+  if (entry.valid && entry.version == version && entry.targets.size() == members.size()) {
     ++cache->listed_hits;
-    return entry.bounds;
+    return entry.targets;
   }
   entry.valid = false;  // stays so if a bound throws
-  take(entry.bounds);
+  take(entry.targets);
   entry.version = version;
   entry.valid = true;
   ++cache->listed_misses;
-  return entry.bounds;
+  return entry.targets;
 }
 
 template <CostModel Model>

@@ -132,6 +132,90 @@ struct DomainOutcome {
   std::optional<DowngradeReason> downgrade;  ///< set when not exact for that reason (note: detail)
 };
 
+/// The victim-selection problem inside one target domain.
+struct DomainProblem {
+  DomainId target;
+  const Tier* tier = nullptr;
+  std::vector<CandidateVictim> victims;  ///< ascending id
+  std::vector<std::size_t> dims;         ///< relaxation dimensions (schema index or whole devices)
+  std::vector<DomainId> measured_in;     ///< where each relaxation dimension is measured
+  std::vector<double> demand_total;      ///< the preemptor's total demand per relaxation dim
+  std::vector<double> need;              ///< deficit per relaxation dimension (>= 0)
+  std::vector<std::string> dimension_names;
+  double lower_bound = 0.0;
+  /// The cost model's grid (see `GridPriceModel`; 0: none): bounds round up to it.
+  double grid = 0.0;
+  /// Victims of an earlier domain, kept with their buffers so that reading the next domain
+  /// reuses them instead of allocating per victim (`build_problem`); not part of the problem.
+  std::vector<CandidateVictim> spare;
+  std::vector<std::int32_t> scratch_inside;   ///< `add_options`' scratch
+  std::vector<std::int32_t> scratch_dropped;  ///< `add_options`' scratch
+};
+
+/// Why a domain lost, kept as numbers and formatted only for the few domains a plan lists.
+struct Rejection {
+  using Kind = RejectionKind;
+  DomainId domain;
+  Kind kind = Kind::bound;
+  Shortfall shortfall;
+  double value = 0.0;  ///< the domain's bound or cost
+  double best = 0.0;   ///< the best cost it was compared with
+  std::string note;
+};
+
+/// A candidate of a tier's search (`TierSearch`), keyed by a lower bound on its cost: for a
+/// read domain its scan bound (or the index bound if larger), for an unread one the index
+/// bound of a priced model (`IndexPricedModel`) when it exceeds the price floor; or a group of
+/// unread targets (a domain above them, `members` > 0) keyed by the group's index bound, which
+/// bounds all of them (`group_price_bound`).
+struct SearchCandidate {
+  /// `run` of a candidate that stands for no run.
+  static constexpr std::uint32_t no_run = std::numeric_limits<std::uint32_t>::max();
+  double bound;  ///< a lower bound on the cost of any plan in it
+  DomainId target;  ///< the target domain (a group's domain when `members` > 0)
+  bool read = true;  ///< scanned: victims known, the bound is the scan bound
+  /// A group: the tier's targets it holds (32 bits, as a `DomainId`, and the flags next to
+  /// each other: a candidate is 32 bytes, and the heap is written afresh on every call).
+  std::uint32_t members = 0;
+  /// Unread, its per-host index bound not yet taken (`per_host_index_bound`, O(hosts)):
+  /// taken when it comes up, and most never do.
+  bool refine = false;
+  /// A gang target pushed by a group opened only to list pruned targets (`prune_rest`),
+  /// keyed by its group's, rack-level and rack-gang bounds until it comes up: then re-keyed
+  /// by its per-host bound (O(hosts)) too. The rack-gang bound is never above the per-host
+  /// one, so that is the bound it would have been listed by with the per-host bound taken
+  /// at once (the same targets, bounds and order), and only those that come up take it
+  /// (the closest dozen, not every rack).
+  bool list_pending = false;
+  /// A group that is a block of the preemption index (`Allocation::index_block_of`): its
+  /// members' targets, `target` its first member, keyed by `block_price_bound` (or by
+  /// `block_gang_bound` when its members are the targets).
+  std::uint32_t block = Allocation::index_no_block;
+  /// A run of an opened group's children (`SearchRun`): stands for all of them, keyed and
+  /// named as the one of them that comes up next. `TierSearch::take_front` turns it into that
+  /// child.
+  std::uint32_t run = no_run;
+};
+static_assert(sizeof(SearchCandidate) <= 32, "the heap is written afresh each call");
+
+/// A child of an opened group (or a target listed unread) as a search's heap orders it: its
+/// key (its own bound or its parent's, whichever is larger), the child and the tier's targets
+/// it holds (0 for a target).
+struct SearchRunChild {
+  double key;
+  DomainId child;
+  std::uint32_t members;
+};
+
+/// Children of one opened group in `run_children[next, end)`, ascending (key, id): the order
+/// the heap would give them up in, so only the first stands in it at a time, and the children
+/// that never come up (most, when a bound closes the tier) are never pushed.
+struct SearchRun {
+  std::size_t next;
+  std::size_t end;
+  std::size_t members_left;  ///< targets held by the children not yet taken
+};
+
 /// Scan results of the candidate domains of one preemptor class and cost model, kept across
 /// decisions (see `IncrementalDecider`): per tier and target (by ordinal in its level), the
 /// result and a digest of the versions of the domains the scan read. A result is reused while
@@ -202,15 +286,21 @@ struct ScanCache {
   /// Per tier, per level, per group by ordinal in its level (groups lie at or above the host
   /// level).
   std::vector<std::vector<std::vector<GroupBound>>> group_bounds;
-  /// The index bounds (`index_price_bound`, the per-host part included) of the targets of a
-  /// group at `TierShape::opening_level`, in ascending target id, as `prune_rest` lists a
-  /// pruned group's targets: kept with the group's version, for tiers whose shape is `local`
-  /// (the group's version then covers every domain they read). Per tier, per group by ordinal
-  /// in its level. Taken under `bounds_floor` and `bounds_grid`.
+  /// A target as `prune_rest` lists it: its index bound (`index_price_bound`, the per-host
+  /// part included).
+  struct ListedTarget {
+    double bound = 0.0;
+    DomainId target;
+  };
+  /// The targets of a group at `TierShape::opening_level` with their index bounds, in
+  /// ascending (bound, id), as `prune_rest` lists a pruned group's targets (one run of the
+  /// heap): kept with the group's version, for tiers whose shape is `local` (the group's
+  /// version then covers every domain they read). Per tier, per group by ordinal in its
+  /// level. Taken under `bounds_floor` and `bounds_grid`.
   struct ListedBounds {
     std::uint64_t version = 0;
     bool valid = false;
-    std::vector<double> bounds;
+    std::vector<ListedTarget> targets;
   };
   std::vector<std::vector<ListedBounds>> listed_bounds;
   /// What admitting one unread target decided (`TierSearch::admit`): rejected by its static
@@ -334,15 +424,44 @@ struct ScanCache {
   static constexpr std::size_t kept_search_slots = 64;
   std::vector<KeptSearch> searches;
   std::size_t next_search_slot = 0;  ///< the slot the next new search replaces, when full
-  /// Per tier, the capacities its search's heap of candidates and its runs of children
-  /// reached in an earlier call: the next call reserves them at once instead of growing them
-  /// by copies.
-  struct SearchCapacity {
-    std::size_t candidates = 0;
-    std::size_t run_children = 0;
-    std::size_t runs = 0;
+  /// A tier's search's buffers (`TierSearch`): its heap, runs, unread targets, scratch and
+  /// the problems it reads domains into, kept from one call to the next with their capacity
+  /// (their contents are the search's own, cleared or rebuilt before use), so that a call
+  /// allocates (nearly) nothing: a fresh allocation of the heap's size cost a warm call
+  /// more than its growth did.
+  struct SearchBuffers {
+    std::vector<SearchCandidate> candidates;
+    std::vector<SearchRunChild> run_children;
+    std::vector<SearchRun> runs;
+    std::vector<DomainId> unread;
+    std::vector<DomainId> batch;
+    std::vector<DomainId> same_host;
+    std::vector<ListedTarget> listed;
+    std::vector<std::size_t> changed_children;
+    std::vector<Opening::Child> fresh_children;
+    ScanWorkspace workspace;
+    DomainProblem problem;
+    DomainProblem spare_problem;  ///< the buffers of the best domain's problem
+    /// Empties every list (capacity kept); the workspace and problems are reset by their
+    /// users.
+    void clear() noexcept {
+      candidates.clear();
+      run_children.clear();
+      runs.clear();
+      unread.clear();
+      batch.clear();
+      same_host.clear();
+      listed.clear();
+      changed_children.clear();
+      fresh_children.clear();
+    }
   };
-  std::vector<SearchCapacity> search_capacity;
+  std::vector<SearchBuffers> search_buffers;  ///< per tier
+  /// The lists of a decision's rejection log (`RejectionLog`), kept with their capacity for
+  /// the next call: growing them anew took a large allocation, and with it a sweep of
+  /// malloc's freed chunks, on every call.
+  std::vector<Rejection> scan_rejections;
+  std::vector<Rejection> search_rejections;
   /// The price floor and cost grid every kept bound was taken under (their bits; a NaN bit
   /// pattern at first, which no declared floor has).
   std::uint64_t bounds_floor = ~std::uint64_t{0};
@@ -395,37 +514,8 @@ inline constexpr std::size_t whole_device_dimension = whole_devices_dimension;
 /// replicas (never a relaxation dimension: it is decided by the topology alone).
 inline constexpr std::size_t distinct_host_dimension = distinct_hosts_dimension;
 
-/// The victim-selection problem inside one target domain.
-struct DomainProblem {
-  DomainId target;
-  const Tier* tier = nullptr;
-  std::vector<CandidateVictim> victims;  ///< ascending id
-  std::vector<std::size_t> dims;         ///< relaxation dimensions (schema index or whole devices)
-  std::vector<DomainId> measured_in;     ///< where each relaxation dimension is measured
-  std::vector<double> demand_total;      ///< the preemptor's total demand per relaxation dim
-  std::vector<double> need;              ///< deficit per relaxation dimension (>= 0)
-  std::vector<std::string> dimension_names;
-  double lower_bound = 0.0;
-  /// The cost model's grid (see `GridPriceModel`; 0: none): bounds round up to it.
-  double grid = 0.0;
-  /// Victims of an earlier domain, kept with their buffers so that reading the next domain
-  /// reuses them instead of allocating per victim (`build_problem`); not part of the problem.
-  std::vector<CandidateVictim> spare;
-  std::vector<std::int32_t> scratch_inside;   ///< `add_options`' scratch
-  std::vector<std::int32_t> scratch_dropped;  ///< `add_options`' scratch
-};
 
 
-/// Why a domain lost, kept as numbers and formatted only for the few domains a plan lists.
-struct Rejection {
-  using Kind = RejectionKind;
-  DomainId domain;
-  Kind kind = Kind::bound;
-  Shortfall shortfall;
-  double value = 0.0;  ///< the domain's bound or cost
-  double best = 0.0;   ///< the best cost it was compared with
-  std::string note;
-};
 
 /// Limits shared by solvers that honour them. `time_limit` bounds the whole `solve` from its
 /// first instruction: the scan of every candidate domain as well as the search (none by

@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -39,6 +41,23 @@ inline constexpr std::size_t max_listed_verdicts = 12;
 /// Collects why domains lost: counts all, keeps the first few of each phase for the plan.
 class RejectionLog {
  public:
+  /// `cache` (optional): a decider's, whose kept lists the log takes and gives back when it
+  /// ends, so that a decision allocates none.
+  explicit RejectionLog(ScanCache* cache = nullptr) : cache_(cache) {
+    if (cache_ == nullptr) return;
+    scan_ = std::move(cache_->scan_rejections);
+    search_ = std::move(cache_->search_rejections);
+    scan_.clear();
+    search_.clear();
+  }
+  ~RejectionLog() {
+    if (cache_ == nullptr) return;
+    cache_->scan_rejections = std::move(scan_);
+    cache_->search_rejections = std::move(search_);
+  }
+  RejectionLog(const RejectionLog&) = delete;
+  RejectionLog& operator=(const RejectionLog&) = delete;
+
   void scanned(Rejection rejection) { add(scan_, std::move(rejection)); }
   void searched(Rejection rejection) { add(search_, std::move(rejection)); }
   [[nodiscard]] std::uint64_t total() const noexcept { return total_; }
@@ -50,6 +69,7 @@ class RejectionLog {
   /// their `reason` is left empty (`PreemptionContext::fill_text` words it).
   [[nodiscard]] std::vector<DomainVerdict> verdicts() const {
     std::vector<DomainVerdict> result;
+    result.reserve(std::min(max_listed_verdicts, search_.size() + scan_.size()));  // one block
     for (const auto* list : {&search_, &scan_}) {
       for (const Rejection& r : *list) {
         if (result.size() == max_listed_verdicts) return result;
@@ -74,6 +94,7 @@ class RejectionLog {
     if (list.size() < max_listed_verdicts) list.push_back(std::move(rejection));
   }
 
+  ScanCache* cache_;
   std::vector<Rejection> scan_;
   std::vector<Rejection> search_;
   std::uint64_t total_ = 0;
@@ -142,52 +163,10 @@ template <CostModel Model>
 /// phases use them.
 template <CostModel Model, DomainSearch Search>
 struct TierSearch {
-  /// A candidate domain, keyed by a lower bound on its cost: for a read one its scan bound
-  /// (or the index bound if larger), for an unread one the index bound of a priced model
-  /// (`IndexPricedModel`) when it exceeds the price floor; or a group of unread targets (a
-  /// domain above them, `members` > 0) keyed by the group's index bound, which bounds all of
-  /// them (`group_price_bound`).
-  struct Candidate {
-    double bound;  ///< a lower bound on the cost of any plan in it
-    DomainId target;  ///< the target domain (a group's domain when `members` > 0)
-    bool read = true;  ///< scanned: victims known, the bound is the scan bound
-    std::size_t members = 0;  ///< a group: the tier's targets it holds
-    /// Unread, its per-host index bound not yet taken (`per_host_index_bound`, O(hosts)):
-    /// taken when it comes up, and most never do.
-    bool refine = false;
-    /// A group that is a block of the preemption index (`Allocation::index_block_of`): its
-    /// members' targets, `target` its first member, keyed by `block_price_bound` (or by
-    /// `block_gang_bound` when its members are the targets).
-    std::uint32_t block = Allocation::index_no_block;
-    /// A gang target pushed by a group opened only to list pruned targets (`prune_rest`),
-    /// keyed by its group's, rack-level and rack-gang bounds until it comes up: then re-keyed
-    /// by its per-host bound (O(hosts)) too. The rack-gang bound is never above the per-host
-    /// one, so that is the bound it would have been listed by with the per-host bound taken
-    /// at once (the same targets, bounds and order), and only those that come up take it
-    /// (the closest dozen, not every rack).
-    bool list_pending = false;
-    /// A run of an opened group's children (`runs`): stands for all of them, keyed and named
-    /// as the one of them that comes up next. `take_front` turns it into that child.
-    std::uint32_t run = no_run;
-  };
-
-  static constexpr std::uint32_t no_run = std::numeric_limits<std::uint32_t>::max();
-
-  /// A child of an opened group as the heap orders it: its key (its own bound or its
-  /// parent's, whichever is larger), the child and the tier's targets it holds.
-  struct RunChild {
-    double key;
-    DomainId child;
-    std::uint32_t members;
-  };
-  /// Children of one opened group in `run_children[next, end)`, ascending (key, id): the
-  /// order the heap would give them up in, so only the first stands in it at a time, and the
-  /// children that never come up (most, when a bound closes the tier) are never pushed.
-  struct Run {
-    std::size_t next;
-    std::size_t end;
-    std::size_t members_left;  ///< targets held by the children not yet taken
-  };
+  using Candidate = SearchCandidate;
+  using RunChild = SearchRunChild;
+  using Run = SearchRun;
+  static constexpr std::uint32_t no_run = SearchCandidate::no_run;
 
   /// The heap's order, a min-heap by (bound, id): usually only the first few domains are
   /// searched before the bound closes the rest, so a full sort would be wasted.
@@ -210,13 +189,24 @@ struct TierSearch {
         tier_index(tier_index),
         tier(run.context.tiers()[tier_index]),
         host_level(run.context.topology().host_level()) {
-    if (cache != nullptr && tier_index < cache->search_capacity.size()) {
-      const ScanCache::SearchCapacity& capacity = cache->search_capacity[tier_index];
-      candidates.reserve(capacity.candidates);
-      run_children.reserve(capacity.run_children);
-      runs.reserve(capacity.runs);
+    if (cache != nullptr) {
+      // The buffers of this tier's search in the last call, their capacity kept (given back
+      // by the destructor; the slot is made here, where throwing is allowed).
+      if (cache->search_buffers.size() <= tier_index) cache->search_buffers.resize(tier_index + 1);
+      buffers = std::move(cache->search_buffers[tier_index]);
+      buffers.clear();
     }
   }
+
+  /// Gives the buffers back to a decider's cache for its next call.
+  ~TierSearch() {
+    if (cache == nullptr) return;
+    if (best_problem) buffers.spare_problem = std::move(*best_problem);
+    cache->search_buffers[tier_index] = std::move(buffers);
+  }
+
+  TierSearch(const TierSearch&) = delete;
+  TierSearch& operator=(const TierSearch&) = delete;
 
   /// Phase "candidate order": fills the heap (and the unread list) that `search_domains` takes
   /// from, reading as little as possible: under the full scan every domain is read first, under
@@ -239,7 +229,7 @@ struct TierSearch {
         candidates.push_back({context.group_price_bound_cached(tier_index, tier,
                                                                Topology::root(), floor, grid,
                                                                cache),
-                              Topology::root(), false, all});
+                              Topology::root(), false, static_cast<std::uint32_t>(all)});
         groups = 1;
         grouped_targets = all;
       }
@@ -250,7 +240,8 @@ struct TierSearch {
       // its block's, so racks come up in the order they would one by one.
       by_gang_blocks = true;
       const auto all = context.targets(tier);
-      const Candidate root{floor, Topology::root(), false, all.size()};
+      const Candidate root{floor, Topology::root(), false,
+                           static_cast<std::uint32_t>(all.size())};
       (void)push_child_blocks(root, context.topology().domains_at(tier.target_level), all);
     } else {
       // The static capacity check waits until a domain is read: most are never read. Listing
@@ -319,15 +310,6 @@ struct TierSearch {
         continue;
       }
       search_domain(item, live);
-    }
-    if (cache != nullptr) {
-      // The heap's size for the next call to reserve (it holds about as many then).
-      if (cache->search_capacity.size() <= tier_index)
-        cache->search_capacity.resize(tier_index + 1);
-      ScanCache::SearchCapacity& capacity = cache->search_capacity[tier_index];
-      capacity.candidates = std::max(capacity.candidates, candidates.capacity());
-      capacity.run_children = std::max(capacity.run_children, run_children.capacity());
-      capacity.runs = std::max(capacity.runs, runs.capacity());
     }
   }
 
@@ -661,16 +643,23 @@ struct TierSearch {
   /// Pushes `children` of `parent` (ascending own bound, then id) as one run: each keyed by
   /// its own bound or its parent's, whichever is larger. Those whose own bound is at most the
   /// parent's share its key, and come up by id: they lead the run, sorted by id among
-  /// themselves.
-  void push_run(const Candidate& parent, std::span<const ScanCache::Opening::Child> children) {
-    if (children.empty()) return;
+  /// themselves. The children are groups (`ScanCache::Opening::Child`) or targets listed
+  /// unread (`ScanCache::ListedTarget`, `prune_rest`).
+  template <class Children>
+  void push_run(const Candidate& parent, const Children& children) {
+    using Child = std::ranges::range_value_t<Children>;
+    if (std::ranges::empty(children)) return;
     const std::size_t begin = run_children.size();
     std::size_t held = 0;
     std::size_t tied = begin;
-    for (const ScanCache::Opening::Child& child : children) {
+    for (const Child& child : children) {
       if (child.bound <= parent.bound) ++tied;
-      run_children.push_back({std::max(parent.bound, child.bound), child.child, child.members});
-      held += child.members;
+      if constexpr (std::is_same_v<Child, ScanCache::ListedTarget>) {
+        run_children.push_back({std::max(parent.bound, child.bound), child.target, 0});
+      } else {
+        run_children.push_back({std::max(parent.bound, child.bound), child.child, child.members});
+        held += child.members;
+      }
     }
     if (tied - begin > 1) {
       std::sort(run_children.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -686,11 +675,13 @@ struct TierSearch {
   void push_run_front(std::uint32_t index) {
     const Run& run = runs[index];
     const RunChild& next = run_children[run.next];
-    Candidate item{next.key, next.child, false, run.members_left};
+    Candidate item{next.key, next.child, false, static_cast<std::uint32_t>(run.members_left)};
     item.run = index;
     candidates.push_back(item);
     std::push_heap(candidates.begin(), candidates.end(), later);
-    ++groups;
+    // A run of groups counts as the group it is named as (`open_group` takes it out); a run of
+    // targets holds none.
+    if (run.members_left > 0) ++groups;
     grouped_targets += run.members_left;
   }
 
@@ -753,7 +744,9 @@ struct TierSearch {
     // `members` is a run): the first at the parent's, each next where the last one ended.
     std::size_t from = static_cast<std::size_t>(members.data() - context.targets(tier).data());
     for (std::uint32_t b = first_block; b <= last_block; ++b) {
-      if (b + 4 <= last_block) state.prefetch_index_block(b + 4);
+      // A decider's kept covers answer most blocks from their digests alone: only a cold
+      // call reads every block's rows, fetched ahead.
+      if (cache == nullptr && b + 4 <= last_block) state.prefetch_index_block(b + 4);
       const auto domains = block_domains(b);
       const auto [first, last] = block_targets(b, from);
       const std::size_t count = last - first;
@@ -762,7 +755,8 @@ struct TierSearch {
       const double bound = by_gang_blocks
                                ? context.block_gang_bound(tier, b, floor, grid, cache)
                                : context.block_price_bound(tier, b, floor, grid, cache);
-      Candidate block{std::max(parent.bound, bound), domains.front(), false, count};
+      Candidate block{std::max(parent.bound, bound), domains.front(), false,
+                      static_cast<std::uint32_t>(count)};
       block.block = b;
       candidates.push_back(block);
       std::push_heap(candidates.begin(), candidates.end(), later);
@@ -815,14 +809,11 @@ struct TierSearch {
       return;
     }
     if (for_listing) {
-      // Kept by the group's version in a decider's cache: a pruned group that did not change
-      // lists its targets without a look at each.
-      const auto bounds = context.listed_bounds_cached(tier_index, tier, group.target, members,
-                                                       floor, grid, cache, listed);
-      for (std::size_t i = 0; i < members.size(); ++i) {
-        candidates.push_back({std::max(group.bound, bounds[i]), members[i], false});
-        std::push_heap(candidates.begin(), candidates.end(), later);
-      }
+      // One run, in the order they would come up one by one (only the closest dozen ever
+      // do). Kept by the group's version in a decider's cache: a pruned group that did not
+      // change lists its targets without a look at each.
+      push_run(group, context.listed_targets_cached(tier_index, tier, group.target, members,
+                                                    floor, grid, cache, listed));
       return;
     }
     statistics.domains_considered += members.size();
@@ -970,6 +961,7 @@ struct TierSearch {
         std::swap(*best_problem, problem);
       } else {
         best_problem.emplace(std::move(problem));
+        problem = std::move(buffers.spare_problem);  // an earlier call's winner's buffers
       }
     } else if (outcome.found) {
       log.searched(
@@ -1059,7 +1051,11 @@ struct TierSearch {
   const std::size_t tier_index;
   const Tier& tier;
   const LevelIndex host_level;
-  std::vector<Candidate> candidates;  ///< a heap of read domains, unread priced ones, groups
+  /// Its buffers: a decider's cache's from the last call, else its own. The names below are
+  /// views of them.
+  ScanCache::SearchBuffers buffers;
+  std::vector<Candidate>& candidates = buffers.candidates;  ///< a heap of read domains,
+                                                            ///< unread priced ones, groups
   std::size_t groups = 0;             ///< group candidates in the heap
   std::size_t grouped_targets = 0;    ///< targets they hold
   /// Blocks are keyed by `block_gang_bound` and open into their members as targets
@@ -1067,18 +1063,18 @@ struct TierSearch {
   bool by_gang_blocks = false;
   /// Unread candidates, ascending id. Their bound is the price floor, so taken cheapest
   /// bound first they come in id order: a cursor replaces a heap.
-  std::vector<DomainId> unread;
+  std::vector<DomainId>& unread = buffers.unread;
   std::size_t cursor = 0;
-  DomainProblem problem;
-  ScanWorkspace workspace;
-  std::vector<DomainId> batch;
-  std::vector<DomainId> same_host;
-  std::vector<double> listed;  ///< scratch of `open_group` for listing
-  std::vector<std::size_t> changed_children;  ///< scratch of `push_child_groups`
+  DomainProblem& problem = buffers.problem;
+  ScanWorkspace& workspace = buffers.workspace;
+  std::vector<DomainId>& batch = buffers.batch;
+  std::vector<DomainId>& same_host = buffers.same_host;
+  std::vector<ScanCache::ListedTarget>& listed = buffers.listed;  ///< `open_group`'s, listing
+  std::vector<std::size_t>& changed_children = buffers.changed_children;  ///< `push_child_groups`
   /// `push_child_groups`' children without a decider's cache to keep them in.
-  std::vector<ScanCache::Opening::Child> fresh_children;
-  std::vector<RunChild> run_children;  ///< the children of every run, run after run
-  std::vector<Run> runs;
+  std::vector<ScanCache::Opening::Child>& fresh_children = buffers.fresh_children;
+  std::vector<RunChild>& run_children = buffers.run_children;  ///< every run's children, in turn
+  std::vector<Run>& runs = buffers.runs;
   bool skipped_at_deadline = false;  ///< targets left unread by the time limit (full scan)
   bool cut_short = false;  ///< the deadline left domains of this tier unscanned or unsearched
   std::size_t searched_here = 0;
@@ -1119,7 +1115,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
   if (auto plan = plan_if_fits_already(solver, state, context, statistics)) {
     return finish(std::move(*plan));
   }
-  RejectionLog log;
+  RejectionLog log(cache);
   std::vector<Downgrade> downgrades;  // every tier's, in search order
   bool unproven = false;  // an earlier tier ended at a limit without proving it has no plan
   // Whether the last tier taken was proven to hold no plan. Tiers go from tightest to loosest,
