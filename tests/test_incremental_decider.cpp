@@ -676,7 +676,7 @@ TEST_SUITE("incremental_decider") {
         std::sort(fresh_listed.begin(), fresh_listed.end());
         REQUIRE(listed.size() == fresh_listed.size());
         for (std::size_t i = 0; i < listed.size(); ++i) {
-          CHECK(listed[i].target == fresh_listed[i].second);
+          CHECK(listed[i].child == fresh_listed[i].second);
           CHECK(bits(listed[i].bound) == bits(fresh_listed[i].first));
         }
         // What opening the group admitted, kept by the same version.

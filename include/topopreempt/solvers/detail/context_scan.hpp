@@ -292,10 +292,7 @@ std::span<const ScanCache::ListedTarget> PreemptionContext<Model>::listed_target
       out.push_back(
           {index_price_bound_cached(tier_index, tier, target, floor, grid, true, cache), target});
     }
-    std::sort(out.begin(), out.end(),
-              [](const ScanCache::ListedTarget& a, const ScanCache::ListedTarget& b) {
-                return a.bound < b.bound || (a.bound == b.bound && a.target < b.target);
-              });
+    std::sort(out.begin(), out.end(), by_bound_then_child);
   };
   if (cache == nullptr) {
     take(scratch);

@@ -163,6 +163,12 @@ struct Rejection {
   std::string note;
 };
 
+/// Ascending (bound, child id): the order in which a group's children, or its targets listed
+/// unread, come up in a search's heap (`ScanCache::Opening::Child`, `ScanCache::ListedTarget`).
+inline constexpr auto by_bound_then_child = [](const auto& a, const auto& b) {
+  return a.bound < b.bound || (a.bound == b.bound && a.child < b.child);
+};
+
 /// A candidate of a tier's search (`TierSearch`), keyed by a lower bound on its cost: for a
 /// read domain its scan bound (or the index bound if larger), for an unread one the index
 /// bound of a priced model (`IndexPricedModel`) when it exceeds the price floor; or a group of
@@ -286,11 +292,13 @@ struct ScanCache {
   /// Per tier, per level, per group by ordinal in its level (groups lie at or above the host
   /// level).
   std::vector<std::vector<std::vector<GroupBound>>> group_bounds;
-  /// A target as `prune_rest` lists it: its index bound (`index_price_bound`, the per-host
-  /// part included).
+  /// A target as `prune_rest` lists it, a child of its group that holds no targets: its index
+  /// bound (`index_price_bound`, the per-host part included). Shaped as `Opening::Child`, so
+  /// that both push as one run (`TierSearch::push_run`) and sort by `by_bound_then_child`.
   struct ListedTarget {
+    static constexpr std::uint32_t members = 0;
     double bound = 0.0;
-    DomainId target;
+    DomainId child;
   };
   /// The targets of a group at `TierShape::opening_level` with their index bounds, in
   /// ascending (bound, id), as `prune_rest` lists a pruned group's targets (one run of the
@@ -513,9 +521,6 @@ inline constexpr std::size_t whole_device_dimension = whole_devices_dimension;
 /// Marks a shortfall of hosts: a target with fewer hosts than a `distinct_hosts` gang has
 /// replicas (never a relaxation dimension: it is decided by the topology alone).
 inline constexpr std::size_t distinct_host_dimension = distinct_hosts_dimension;
-
-
-
 
 /// Limits shared by solvers that honour them. `time_limit` bounds the whole `solve` from its
 /// first instruction: the scan of every candidate domain as well as the search (none by

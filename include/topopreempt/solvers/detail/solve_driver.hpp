@@ -15,7 +15,6 @@
 #include <ranges>
 #include <span>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -598,7 +597,7 @@ struct TierSearch {
                                                          grid, cache);
             kid.version = state.domain_version(kid.child);
           });
-      if (!changed_children.empty()) std::sort(kids.begin(), kids.end(), by_bound);
+      if (!changed_children.empty()) std::sort(kids.begin(), kids.end(), by_bound_then_child);
       kept->key = key;
       kept->valid = true;
       ++cache->opening_misses;
@@ -623,7 +622,7 @@ struct TierSearch {
       found.push_back(
           {bound, child, static_cast<std::uint32_t>(count), state.domain_version(child)});
     });
-    std::sort(found.begin(), found.end(), by_bound);
+    std::sort(found.begin(), found.end(), by_bound_then_child);
     if (kept != nullptr) {
       kept->key = key;
       kept->first = children.front();
@@ -634,12 +633,6 @@ struct TierSearch {
     push_run(parent, found);
   }
 
-  /// Children of an opening in ascending (own bound, id): `push_run`'s input.
-  static constexpr auto by_bound = [](const ScanCache::Opening::Child& a,
-                                      const ScanCache::Opening::Child& b) {
-    return a.bound < b.bound || (a.bound == b.bound && a.child < b.child);
-  };
-
   /// Pushes `children` of `parent` (ascending own bound, then id) as one run: each keyed by
   /// its own bound or its parent's, whichever is larger. Those whose own bound is at most the
   /// parent's share its key, and come up by id: they lead the run, sorted by id among
@@ -647,19 +640,14 @@ struct TierSearch {
   /// unread (`ScanCache::ListedTarget`, `prune_rest`).
   template <class Children>
   void push_run(const Candidate& parent, const Children& children) {
-    using Child = std::ranges::range_value_t<Children>;
     if (std::ranges::empty(children)) return;
     const std::size_t begin = run_children.size();
     std::size_t held = 0;
     std::size_t tied = begin;
-    for (const Child& child : children) {
+    for (const auto& child : children) {
       if (child.bound <= parent.bound) ++tied;
-      if constexpr (std::is_same_v<Child, ScanCache::ListedTarget>) {
-        run_children.push_back({std::max(parent.bound, child.bound), child.target, 0});
-      } else {
-        run_children.push_back({std::max(parent.bound, child.bound), child.child, child.members});
-        held += child.members;
-      }
+      run_children.push_back({std::max(parent.bound, child.bound), child.child, child.members});
+      held += child.members;
     }
     if (tied - begin > 1) {
       std::sort(run_children.begin() + static_cast<std::ptrdiff_t>(begin),
