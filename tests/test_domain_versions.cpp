@@ -113,6 +113,45 @@ TEST_CASE("domain_version: undoing a change gives a new version; copies compare"
       std::out_of_range);
 }
 
+TEST_CASE("versions_at: a level's versions side by side, each its domain's, after every change") {
+  Allocation state(test::shared(shapes::cluster(shapes::dense_8gpu_server(), 4, 2)));
+  const Topology& topology = state.topology();
+  // Every level at or above the hosts, each domain by its ordinal: its domain_version.
+  const auto check_levels = [&](const Allocation& s) {
+    for (LevelIndex level = 0; level <= topology.host_level(); ++level) {
+      const auto domains = topology.domains_at(level);
+      const auto versions = s.versions_at(level);
+      REQUIRE(versions.size() == domains.size());
+      for (std::size_t i = 0; i < domains.size(); ++i) {
+        INFO("level ", int{level}, " ordinal ", i);
+        CHECK(versions[i] == s.domain_version(domains[i]));
+      }
+    }
+  };
+  check_levels(state);
+  std::mt19937_64 random(5);
+  std::vector<WorkloadId> running;
+  for (std::uint64_t id = 1; id <= 40; ++id) {
+    if (!running.empty() && random() % 3 == 0) {
+      const std::size_t at = random() % running.size();
+      state.remove(running[at]);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(at));
+    } else {
+      const Workload job = test::gpu_job(id, 100, 1 + static_cast<std::int32_t>(random() % 2), 1,
+                                         TopologyRequirement::guaranteed("numa"));
+      const auto found = find_placement(state, job);
+      if (!found.found) continue;  // full
+      state.add(job, found.placement);
+      running.push_back(job.id);
+    }
+    check_levels(state);
+  }
+  const Allocation copy = state;  // copies carry them
+  check_levels(copy);
+  CHECK_THROWS_AS((void)state.versions_at(static_cast<LevelIndex>(topology.host_level() + 1)),
+                  std::out_of_range);
+}
+
 TEST_CASE("changed_since lists every domain whose version moved, and refuses what it cannot know") {
   Allocation state(test::shared(shapes::cluster(shapes::dense_8gpu_server(), 4, 2)));
   const Topology& topology = state.topology();

@@ -81,6 +81,13 @@ class Allocation {
     }
     occupancy_.assign(topology_->domains_at(topology_->device_level()).size(), 0);
     versions_.assign(n, 0);
+    level_version_offsets_.assign(std::size_t{topology_->host_level()} + 2, 0);
+    for (std::size_t level = 0; level <= topology_->host_level(); ++level) {
+      level_version_offsets_[level + 1] =
+          level_version_offsets_[level] +
+          topology_->domains_at(static_cast<LevelIndex>(level)).size();
+    }
+    level_versions_.assign(level_version_offsets_.back(), 0);
     // Sized once so that logging a change never allocates (mutations stay no-throw after
     // validation); a topology's worth of entries, within [256, 8192] (128 KiB at most).
     change_log_.resize(std::clamp<std::size_t>(n, 256, 8192));
@@ -108,6 +115,22 @@ class Allocation {
   /// with the same versions. Undoing a change gives a new version, never the old one.
   [[nodiscard]] std::uint64_t domain_version(DomainId d) const {
     return versions_[static_cast<std::size_t>(column(d))];
+  }
+
+  /// The versions (`domain_version`) of the domains of `level`, a level at or above the
+  /// hosts, by ordinal in it (`Topology::ordinal`): side by side, so that a reader of many
+  /// domains of one level (a block's racks, a rack's hosts) reads a few cache lines, where
+  /// `domain_version` reads one per domain (they lie a subtree apart). Throws
+  /// `std::out_of_range` naming `level` when it lies below the hosts.
+  [[nodiscard]] std::span<const std::uint64_t> versions_at(LevelIndex level) const {
+    if (level > topology_->host_level()) {
+      throw std::out_of_range("versions_at: level " + std::to_string(level) +
+                              " lies below the host level " +
+                              std::to_string(topology_->host_level()));
+    }
+    const std::size_t first = level_version_offsets_[level];
+    return std::span<const std::uint64_t>(level_versions_)
+        .subspan(first, level_version_offsets_[level + 1U] - first);
   }
 
   /// The change log: appends to `changed` the domain of every placement entry added, removed
@@ -210,6 +233,17 @@ class Allocation {
                               " is not above the host level: it has no band digest");
     }
     return preemption_index_.band_digest(*topology_, d);
+  }
+  /// `index_band_digest` of every domain of `level`, a level above the hosts, by ordinal in it
+  /// (side by side, as `versions_at`). Throws `std::out_of_range` naming `level` when it is
+  /// not above the host level.
+  [[nodiscard]] std::span<const std::uint64_t> index_band_digests_at(LevelIndex level) const {
+    if (level >= topology_->host_level()) {
+      throw std::out_of_range("index_band_digests_at: level " + std::to_string(level) +
+                              " is not above the host level " +
+                              std::to_string(topology_->host_level()));
+    }
+    return preemption_index_.band_digests_at(level);
   }
   /// As `index_band_digest`, over block b's bands (b must be a block).
   [[nodiscard]] std::uint64_t index_block_band_digest(std::uint32_t b) const noexcept {
@@ -505,7 +539,9 @@ class Allocation {
         sizeof(*this) + static_cast<std::size_t>(used_.size()) * sizeof(Amount) +
         idle_devices_.capacity() * sizeof(std::uint32_t) +
         occupancy_.capacity() * sizeof(std::uint32_t) +
-        versions_.capacity() * sizeof(std::uint64_t) + index_memory_bytes() +
+        versions_.capacity() * sizeof(std::uint64_t) +
+        level_versions_.capacity() * sizeof(std::uint64_t) +
+        level_version_offsets_.capacity() * sizeof(std::size_t) + index_memory_bytes() +
         idle_device_index_.memory_bytes() +
         change_log_.capacity() * sizeof(ChangeLogEntry) + records_.capacity() * sizeof(Record) +
         free_slots_.capacity() * sizeof(std::uint32_t) + index_.memory_bytes();
@@ -857,9 +893,13 @@ class Allocation {
         }
         std::uint64_t& version = versions_[at.value];
         version = mix(version ^ entry_change);
-        if (indexed && topology_->level(at) <= topology_->host_level()) {
-          preemption_index_.add(*topology_, at, record.workload.priority,
-                                topology_->is_device(domain), amount, sign, keys);
+        const LevelIndex level = topology_->level(at);
+        if (level <= topology_->host_level()) {
+          level_versions_[level_version_offsets_[level] + topology_->ordinal(at)] = version;
+          if (indexed) {
+            preemption_index_.add(*topology_, at, record.workload.priority,
+                                  topology_->is_device(domain), amount, sign, keys);
+          }
         }
         if (at == Topology::root()) break;
       }
@@ -905,6 +945,10 @@ class Allocation {
   std::vector<std::uint32_t> idle_devices_;                     // per domain, aggregated
   std::vector<std::uint32_t> occupancy_;                        // per device ordinal: entries
   std::vector<std::uint64_t> versions_;                         // per domain (domain_version)
+  // The same versions of the levels at or above the hosts, level by level (`versions_at`):
+  // level l's from level_version_offsets_[l], by ordinal.
+  std::vector<std::uint64_t> level_versions_;
+  std::vector<std::size_t> level_version_offsets_;
   /// One changed placement entry, with the root's version just before it (`changed_since`).
   struct ChangeLogEntry {
     std::uint64_t root_before = 0;

@@ -106,6 +106,11 @@ class PreemptionIndex {
   [[nodiscard]] std::uint64_t band_digest(const Topology& topology, DomainId d) const noexcept {
     return band_digests_[level_offset_[topology.level(d)] + topology.ordinal(d)];
   }
+  /// `band_digest` of every domain of `level` (above the host level), by ordinal in it.
+  [[nodiscard]] std::span<const std::uint64_t> band_digests_at(LevelIndex level) const noexcept {
+    return std::span<const std::uint64_t>(band_digests_)
+        .subspan(level_offset_[level], level_offset_[level + 1U] - level_offset_[level]);
+  }
   /// As `band_digest`, for block b.
   [[nodiscard]] std::uint64_t block_band_digest(std::uint32_t b) const noexcept {
     return band_digests_[first_host_slot_ + b];
