@@ -572,6 +572,45 @@ TEST_SUITE("incremental_decider") {
     }
   }
 
+  TEST_CASE("the winner's problem is kept by its scan versions, on copies of the state too") {
+    GeneratedCluster cluster = full_cluster();
+    const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
+    const cost::weighted_sum<cost::lost_work, cost::reload_time> model{};
+    IncrementalDecider exact(solvers::branch_and_bound, model, preemptor);
+    IncrementalDecider greedy(solvers::greedy, model, preemptor);
+    const auto decide_and_check = [&](const Allocation& state) {
+      check_same_plan(exact.decide(state),
+                      solvers::branch_and_bound.solve(state, preemptor, model));
+      check_same_plan(greedy.decide(state), solvers::greedy.solve(state, preemptor, model));
+    };
+    decide_and_check(cluster.state);
+    REQUIRE(exact.reused_problems() == 0);
+    // Unchanged: the winning domain's problem is the one its slot kept.
+    decide_and_check(cluster.state);
+    CHECK(exact.reused_problems() == 1);
+    CHECK(greedy.reused_problems() == 1);
+    // A copy has the same versions and its workloads elsewhere in memory: the kept problem
+    // is taken with its pointers into the copy, then the copy is gone before the next call.
+    {
+      const Allocation copy = cluster.state;
+      decide_and_check(copy);
+    }
+    CHECK(exact.reused_problems() == 2);
+    const Allocation other_copy = cluster.state;
+    decide_and_check(other_copy);
+    CHECK(exact.reused_problems() == 3);
+    CHECK(greedy.reused_problems() == 3);
+    // One of the winner's victims leaves: its host has a new version, so the problems read
+    // there are read again (and the plans stay the cold ones); unchanged since, kept again.
+    const PreemptionPlan plan = exact.decide(cluster.state);
+    REQUIRE(plan.has_victims_plan());
+    cluster.state.remove(plan.victims.front().id);
+    decide_and_check(cluster.state);
+    const std::uint64_t reused = exact.reused_problems();
+    decide_and_check(cluster.state);
+    CHECK(exact.reused_problems() > reused);
+  }
+
   TEST_CASE("after a change on one host only the bounds of the groups holding it are retaken") {
     GeneratedCluster cluster = full_cluster();
     const Workload preemptor = make_preemptor({PreemptorKind::node, 8});
@@ -726,6 +765,28 @@ TEST_SUITE("incremental_decider") {
           // Racks that changed kept their bounds by their covers (`group_covers`: no blocks
           // here, four racks); one GPU is never short of a host's idle devices.
           if (spec.gpus > 1) CHECK(cache.cover_hits > 0);
+        }
+        // A gang's per-host bound adds each host's terms kept by its version: most hosts' are
+        // current (a change touches one host), and the bounds above equal fresh ones.
+        if (spec.kind == PreemptorKind::rack_gang) {
+          REQUIRE_FALSE(cache.host_terms.empty());
+          const auto& kept = cache.host_terms[0];
+          const auto versions =
+              cluster.state.versions_at(cluster.state.topology().host_level());
+          REQUIRE(kept.size() == versions.size());
+          std::size_t current = 0;
+          for (std::size_t h = 0; h < kept.size(); ++h) {
+            if (kept[h].valid && kept[h].version == versions[h]) ++current;
+          }
+          CHECK(current * 2 > kept.size());
+        }
+        // Whole-node targets read only their own host: a changed rack lists them again from
+        // the bounds of those that did not change, each checked against a fresh bound above.
+        if (spec.kind == PreemptorKind::node) {
+          const detail::PreemptionContext<decltype(model)> context(cluster.state, preemptor,
+                                                                   model);
+          CHECK(context.tier_shape(cache, 0, context.tiers()[0]).targets_local);
+          CHECK(cache.listed_misses > 0);
         }
       }
     }

@@ -133,6 +133,11 @@ class IncrementalDecider {
   /// Domain searches run afresh and kept.
   [[nodiscard]] std::uint64_t fresh_searches() const noexcept { return cache_.search_misses; }
 
+  /// Searched domains whose problem (victims, options, deficits, bound) was the one a slot
+  /// kept from an earlier read at the same scan versions, not read again, over the decider's
+  /// life.
+  [[nodiscard]] std::uint64_t reused_problems() const noexcept { return cache_.problem_hits; }
+
   /// Plans whose placement was the one kept from the last plan (the same target, victims and
   /// options on an unchanged reach), over the decider's life.
   [[nodiscard]] std::uint64_t reused_placements() const noexcept {

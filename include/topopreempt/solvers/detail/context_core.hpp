@@ -71,34 +71,60 @@ struct IndexCover {
   double least_action = std::numeric_limits<double>::infinity();
 };
 
+/// A group's level, ordinal in it and version (`Allocation::versions_at`), as a caller that
+/// read a run of siblings side by side knows them.
+struct GroupPlace {
+  LevelIndex level;
+  std::size_t ordinal;
+  std::uint64_t version;
+};
+
 /// Everything a solver needs about one decision. Built once per `solve` call.
 template <CostModel Model>
 class PreemptionContext {
  public:
   /// Checks the model's declarations (O(1)); its prices are checked as domains are read
   /// (`checked_prices`), not here: most domains are never read, and a preemptor that fits
-  /// already is answered without pricing anything.
-  PreemptionContext(const Allocation& state, const Workload& preemptor, const Model& model)
+  /// already is answered without pricing anything. With a decider's `cache`, the preemptor's
+  /// resolved demand and tiers are those it kept, when it kept them for the same preemptor
+  /// fields and topology (`ScanCache::KeptTiers`), else built and kept there.
+  PreemptionContext(const Allocation& state, const Workload& preemptor, const Model& model,
+                    ScanCache* cache = nullptr)
       : state_(state),
         preemptor_(preemptor),
         model_(model),
         topology_(state.topology()),
-        demand_(ResolvedDemand::of(preemptor, state.topology())),
         floor_(checked_price_declarations(model)),
         grid_(cost_grid_of(model)),
-        uniform_sum_exact_(uniform_sum_exact(state, model, grid_)) {
+        uniform_sum_exact_(uniform_sum_exact(state, model, grid_)),
+        fractional_items_(cache != nullptr ? &cache->fractional_items : &own_fractional_items_) {
+    const bool kept = cache != nullptr && cache->kept_tiers.kept_for(preemptor, topology_);
+    if (!kept) own_demand_ = ResolvedDemand::of(preemptor, topology_);  // validates it
     if (state.contains(preemptor.id)) {
       throw std::invalid_argument(preemptor.label() +
                                   " is already running; a preemptor must be pending");
     }
+    if (kept) {
+      demand_ = &cache->kept_tiers.resolved;
+      tiers_ = &cache->kept_tiers.tiers;
+      return;
+    }
     build_tiers();
+    if (cache != nullptr) {
+      cache->kept_tiers.keep(preemptor, topology_, own_demand_, own_tiers_);
+      // Problems read for other tiers are none of these tiers'.
+      for (auto& buffers : cache->search_buffers) buffers.kept_problems = {};
+    }
   }
+  // Holds pointers into itself.
+  PreemptionContext(const PreemptionContext&) = delete;
+  PreemptionContext& operator=(const PreemptionContext&) = delete;
 
   [[nodiscard]] const Allocation& state() const noexcept { return state_; }
   [[nodiscard]] const Workload& preemptor() const noexcept { return preemptor_; }
   [[nodiscard]] const Topology& topology() const noexcept { return topology_; }
-  [[nodiscard]] const ResolvedDemand& demand() const noexcept { return demand_; }
-  [[nodiscard]] const std::vector<Tier>& tiers() const noexcept { return tiers_; }
+  [[nodiscard]] const ResolvedDemand& demand() const noexcept { return *demand_; }
+  [[nodiscard]] const std::vector<Tier>& tiers() const noexcept { return *tiers_; }
   /// The model's declared `least_price()` (0 when it declares none), checked at construction.
   [[nodiscard]] double price_floor() const noexcept { return floor_; }
   /// The model's declared `cost_grid()` (0 when it declares none), checked at construction.
@@ -311,18 +337,22 @@ class PreemptionContext {
   /// The least deficit of whole devices `group_price_bound` covers in `group`: the tier's
   /// demand less the most idle devices of one host of the group.
   [[nodiscard]] double group_need(const Tier& tier, DomainId group) const;
-  /// `group_need`, the run of the group's hosts kept in `cache` (`ScanCache::group_hosts`).
-  [[nodiscard]] double group_need_cached(const Tier& tier, DomainId group,
-                                         ScanCache& cache) const;
+  /// `group_need`, the run of the group's hosts kept in `cache` (`ScanCache::group_hosts`);
+  /// `level` and `ordinal` are the group's.
+  [[nodiscard]] double group_need_cached(const Tier& tier, DomainId group, LevelIndex level,
+                                         std::size_t ordinal, ScanCache& cache) const;
   /// `group_price_bound`, answered from `cache` (when not null) while the group's version is
   /// the one it was taken at (and the floor and grid are those of
   /// `ScanCache::keep_bounds_for`): a decider's later call takes anew only the bounds of groups
   /// that changed, and gets the very bounds a cold call would (so the same search). A changed
   /// group above the hosts whose bands and need are, bit for bit, those its last bound was
-  /// taken from keeps that bound (`ScanCache::group_covers`).
+  /// taken from keeps that bound (`ScanCache::group_covers`). `where`: the group's level,
+  /// ordinal in it and version, when the caller read them already (side by side, for a run
+  /// of siblings), else looked up here.
   [[nodiscard]] double group_price_bound_cached(std::size_t tier_index, const Tier& tier,
                                                 DomainId group, double floor, double grid,
-                                                ScanCache* cache) const;
+                                                ScanCache* cache,
+                                                const GroupPlace* where = nullptr) const;
 
   /// Sizes `cache`'s entries for `tier` (one per target).
   void prepare_cache(ScanCache& cache, std::size_t tier_index, const Tier& tier) const;
@@ -359,9 +389,13 @@ class PreemptionContext {
   /// R least covers of a host's deficit by its bands' entries, cheapest first (per band, the
   /// entries of its least-lost-work workload at the band's rate, the rest at the rate of its
   /// second least lost work), over the target's hosts (`index_price_bound` takes it when
-  /// `per_host_bound_applies`). O(hosts x bands).
-  [[nodiscard]] double per_host_index_bound(const Tier& tier, DomainId target, double floor,
-                                            double grid) const;
+  /// `per_host_bound_applies`). O(hosts x bands). With `kept` (the tier's
+  /// `ScanCache::host_terms`), a host at the version its terms were kept at adds those.
+  [[nodiscard]] double per_host_index_bound(
+      const Tier& tier, DomainId target, double floor, double grid,
+      std::vector<ScanCache::HostTerms>* kept = nullptr) const;
+  /// What `host` adds to a per-host bound for `devices` whole devices.
+  [[nodiscard]] ScanCache::HostTerms host_terms(DomainId host, double devices) const;
 
   /// Shortfall check and fractional bound of one scanned target.
   [[nodiscard]] static ScanResult finish_scan(const Tier& tier, ScanWorkspace::Target& slot);
@@ -547,9 +581,11 @@ class PreemptionContext {
   /// The cache entry of `target`, its bounds dropped when what they read changed.
   [[nodiscard]] ScanCache::Entry& bound_entry(std::size_t tier_index, const Tier& tier,
                                               DomainId target, ScanCache& cache) const;
-  /// `entry`'s per-host bound of `target`, taken when not kept.
-  [[nodiscard]] double kept_per_host_bound(ScanCache::Entry& entry, const Tier& tier,
-                                           DomainId target, double floor, double grid) const;
+  /// `entry`'s per-host bound of `target`, taken when not kept (from the hosts' terms kept in
+  /// `cache` for tier `tier_index`).
+  [[nodiscard]] double kept_per_host_bound(ScanCache::Entry& entry, std::size_t tier_index,
+                                           const Tier& tier, DomainId target, double floor,
+                                           double grid, ScanCache& cache) const;
 
   /// Gains of the entries [first, last) of `view` inside the target, per relaxation dim.
   void add_gain(const Tier& tier, DomainId target, const std::vector<std::size_t>& dims,
@@ -567,26 +603,27 @@ class PreemptionContext {
   [[nodiscard]] std::string describe_verdict(const DomainVerdict& verdict) const;
 
   void build_tiers() {
+    const ResolvedDemand& demand = own_demand_;
     const LevelIndex host = topology_.host_level();
     std::vector<std::pair<LevelIndex, int>> replica_levels;
-    if (demand_.replica_preferred) {
+    if (demand.replica_preferred) {
       // unit_level is the loosest level allowed (the host, or a deeper guaranteed gang level).
-      for (int level = *demand_.replica_preferred; level >= std::max(host, demand_.unit_level);
+      for (int level = *demand.replica_preferred; level >= std::max(host, demand.unit_level);
            --level) {
         replica_levels.emplace_back(static_cast<LevelIndex>(level),
-                                    *demand_.replica_preferred - level);
+                                    *demand.replica_preferred - level);
       }
     } else {
-      replica_levels.emplace_back(demand_.unit_level, 0);
+      replica_levels.emplace_back(demand.unit_level, 0);
     }
     std::vector<std::pair<std::optional<LevelIndex>, int>> gang_levels;
-    if (demand_.replicas == 1) {
+    if (demand.replicas == 1) {
       gang_levels.emplace_back(std::nullopt, 0);  // a single replica is its own gang
-    } else if (demand_.gang_required) {
-      gang_levels.emplace_back(*demand_.gang_required, 0);
-    } else if (demand_.gang_preferred) {
-      for (int level = *demand_.gang_preferred; level >= 0; --level) {
-        gang_levels.emplace_back(static_cast<LevelIndex>(level), *demand_.gang_preferred - level);
+    } else if (demand.gang_required) {
+      gang_levels.emplace_back(*demand.gang_required, 0);
+    } else if (demand.gang_preferred) {
+      for (int level = *demand.gang_preferred; level >= 0; --level) {
+        gang_levels.emplace_back(static_cast<LevelIndex>(level), *demand.gang_preferred - level);
       }
     } else {
       gang_levels.emplace_back(LevelIndex{0}, 0);
@@ -594,7 +631,7 @@ class PreemptionContext {
     for (const auto& [gang_level, gang_penalty] : gang_levels) {
       for (const auto& [replica_level, replica_penalty] : replica_levels) {
         Tier tier;
-        tier.demand = demand_;
+        tier.demand = demand;
         tier.demand.unit_level = replica_level;
         tier.demand.replica_preferred.reset();
         tier.demand.gang_preferred.reset();
@@ -602,7 +639,7 @@ class PreemptionContext {
         // a branch that skips that level (an RTX 4090 GPU under `core_group`) no unit holds.
         tier.demand.gang_required =
             gang_level ? gang_level
-                       : (demand_.replicas == 1 ? demand_.gang_required : std::nullopt);
+                       : (demand.replicas == 1 ? demand.gang_required : std::nullopt);
         tier.target_level = gang_level ? std::min(*gang_level, replica_level) : replica_level;
         if (gang_level && *gang_level > replica_level) tier.target_level = *gang_level;
         if (topology_.domains_at(tier.target_level).empty()) continue;
@@ -611,7 +648,7 @@ class PreemptionContext {
         tier.label =
             "replicas in one " + topology_.levels()[replica_level] +
             (gang_level ? ", gang in one " + topology_.levels()[*gang_level] : std::string());
-        tiers_.push_back(std::move(tier));
+        own_tiers_.push_back(std::move(tier));
       }
     }
   }
@@ -638,11 +675,17 @@ class PreemptionContext {
   const Workload& preemptor_;
   const Model& model_;
   const Topology& topology_;
-  ResolvedDemand demand_;
   double floor_;                   // the declared least_price(), checked
   double grid_;                    // the declared cost_grid(), checked
   bool uniform_sum_exact_;         // see `uniform_sum_exact`
-  std::vector<Tier> tiers_;
+  // The demand and tiers: built here (`own_`), or those a decider's cache kept.
+  ResolvedDemand own_demand_;
+  std::vector<Tier> own_tiers_;
+  const ResolvedDemand* demand_ = &own_demand_;
+  const std::vector<Tier>* tiers_ = &own_tiers_;
+  // `fractional_bound`'s scratch: a decider's cache's, else this call's own.
+  mutable std::vector<std::pair<double, double>> own_fractional_items_;
+  std::vector<std::pair<double, double>>* fractional_items_;
 };
 
 }  // namespace topopreempt::detail

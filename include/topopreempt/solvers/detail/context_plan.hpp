@@ -28,8 +28,8 @@ PreemptionPlan PreemptionContext<Model>::make_plan(std::string_view solver,
                                                    std::vector<DomainVerdict> rejected,
                                                    std::uint64_t rejected_total,
                                                    ScanCache* cache) const {
-  const auto tier = static_cast<std::size_t>(problem.tier - tiers_.data());
-  if (tier >= tiers_.size()) throw std::logic_error("topopreempt: internal error: foreign tier");
+  const auto tier = static_cast<std::size_t>(problem.tier - tiers().data());
+  if (tier >= tiers().size()) throw std::logic_error("topopreempt: internal error: foreign tier");
   PreemptionPlan plan;
   plan.solver = std::string(solver);
   plan.status = status;
@@ -154,12 +154,12 @@ void PreemptionContext<Model>::fill_text(PreemptionPlan& plan) const {
   if (!plan.explanation.empty()) return;
   const Tier* tier = nullptr;
   if (plan.has_victims_plan()) {
-    if (plan.tier >= tiers_.size()) {
+    if (plan.tier >= tiers().size()) {
       throw std::invalid_argument("topopreempt: explain: the plan's tier " +
                                   std::to_string(plan.tier) + " is not one of " +
                                   preemptor_.label() + "'s");
     }
-    tier = &tiers_[plan.tier];
+    tier = &tiers()[plan.tier];
   }
   plan.explanation = explain(plan, tier);
 }
@@ -217,15 +217,15 @@ template <CostModel Model>
 std::string PreemptionContext<Model>::describe_preemptor() const {
   std::string text = preemptor_.label() + " (priority " + std::to_string(preemptor_.priority) +
                      "): " + std::to_string(preemptor_.replicas) + " replica(s) of ";
-  if (demand_.whole_devices > 0) {
-    text += std::to_string(demand_.whole_devices) + " " +
+  if (demand().whole_devices > 0) {
+    text += std::to_string(demand().whole_devices) + " " +
             topology_.levels()[topology_.device_level()] + "(s)";
-  } else if (demand_.has_share) {
-    text += "a device share " + topology_.schema().format(demand_.share);
+  } else if (demand().has_share) {
+    text += "a device share " + topology_.schema().format(demand().share);
   } else {
     text += "no devices";
   }
-  if (demand_.pooled.any()) text += " + " + topology_.schema().format(demand_.pooled);
+  if (demand().pooled.any()) text += " + " + topology_.schema().format(demand().pooled);
   const auto scope = [](const TopologyRequirement& requirement) {
     return requirement.mode == RequirementMode::none
                ? std::string("none")
@@ -235,7 +235,7 @@ std::string PreemptionContext<Model>::describe_preemptor() const {
   };
   text += "; replica scope " + scope(preemptor_.replica_scope) + ", gang scope " +
           scope(preemptor_.gang_scope);
-  if (demand_.distinct_hosts) {
+  if (demand().distinct_hosts) {
     text += ", each replica on its own " + topology_.levels()[topology_.host_level()];
   }
   return text;
@@ -256,7 +256,7 @@ std::string PreemptionContext<Model>::explain(const PreemptionPlan& plan, const 
             std::to_string(s.domains_pruned) + " dismissed, " + std::to_string(s.domains_solved) +
             " searched in depth)\n";
   } else if (plan.status == PlanStatus::infeasible) {
-    const std::string unplaceable = guarantee_without_devices(topology_, preemptor_, demand_);
+    const std::string unplaceable = guarantee_without_devices(topology_, preemptor_, demand());
     text += unplaceable.empty() ? "no placement exists even after evicting every eligible victim"
                                 : unplaceable;
     text += "\n";

@@ -72,7 +72,8 @@ std::optional<Shortfall> PreemptionContext<Model>::build_problem(const Tier& tie
     }
   }
   problem.grid = cost_grid_of(model_);
-  problem.lower_bound = on_grid(fractional_bound(problem.need, problem.victims), problem.grid);
+  problem.lower_bound =
+      on_grid(fractional_bound(problem.need, problem.victims, 0, fractional_items_), problem.grid);
   return std::nullopt;
 }
 

@@ -270,13 +270,23 @@ const ScanCache::TierShape& PreemptionContext<Model>::tier_shape(ScanCache& cach
   shape.opening_level =
       tier.target_level == host_level ? static_cast<LevelIndex>(host_level - 1) : host_level;
   shape.local = host_level >= 1 && tier.target_level >= host_level;
+  shape.targets_local = shape.local && tier.target_level == host_level;
   for (std::size_t t = 0; shape.local && t < all.size(); ++t) {
     const DomainId group = topology_.ancestor_at(all[t], shape.opening_level);
     const DomainId* row = shape.domains.data() + t * shape.stride;
-    const auto inside = [&](DomainId d) { return d.valid() && topology_.contains(group, d); };
+    const auto inside_of = [&](DomainId within) {
+      return [&, within](DomainId d) { return d.valid() && topology_.contains(within, d); };
+    };
+    const DomainId whole_devices_in = aggregate_domain(all[t], whole_device_dim);
+    const auto inside = inside_of(group);
     shape.local = group.valid() && std::all_of(row, row + shape.stride, inside) &&
-                  inside(aggregate_domain(all[t], whole_device_dim));
+                  inside(whole_devices_in);
+    const auto in_target = inside_of(all[t]);
+    shape.targets_local = shape.targets_local &&
+                          std::all_of(row, row + shape.stride, in_target) &&
+                          in_target(whole_devices_in);
   }
+  shape.targets_local = shape.targets_local && shape.local;
   shape.ready = true;
   return shape;
 }
@@ -311,10 +321,41 @@ std::span<const ScanCache::ListedTarget> PreemptionContext<Model>::listed_target
     return entry.targets;
   }
   entry.valid = false;  // stays so if a bound throws
-  take(entry.targets);
+  ++cache->listed_misses;
+  // The targets' versions side by side (hosts: the tier's targets are a level's domains, and
+  // a group's members a run of them).
+  const auto versions_now = [&] {
+    const auto all = targets(tier);
+    return state_.versions_at(tier.target_level)
+        .subspan(static_cast<std::size_t>(members.data() - all.data()), members.size());
+  };
+  if (shape.targets_local && entry.shaped && entry.targets.size() == members.size()) {
+    // The group changed, most of its targets not (a change touches one host): a target at
+    // the version its bound was taken at keeps it. Each one's bound and version are updated
+    // together, so a bound that throws leaves every kept one true to its version.
+    const auto now = versions_now();
+    bool moved = false;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      if (now[i] == entry.versions[i]) continue;
+      const auto listed = std::find_if(entry.targets.begin(), entry.targets.end(),
+                                       [&](const auto& t) { return t.child == members[i]; });
+      listed->bound =
+          index_price_bound_cached(tier_index, tier, members[i], floor, grid, true, cache);
+      entry.versions[i] = now[i];
+      moved = true;
+    }
+    if (moved) std::sort(entry.targets.begin(), entry.targets.end(), by_bound_then_child);
+  } else {
+    entry.shaped = false;
+    take(entry.targets);
+    if (shape.targets_local) {
+      const auto now = versions_now();
+      entry.versions.assign(now.begin(), now.end());
+      entry.shaped = true;
+    }
+  }
   entry.version = version;
   entry.valid = true;
-  ++cache->listed_misses;
   return entry.targets;
 }
 
@@ -643,7 +684,8 @@ double PreemptionContext<Model>::index_price_bound_cached(std::size_t tier_index
       entry.banded_valid = true;
     }
     if (!per_host || !per_host_bound_applies(tier, target)) return entry.banded_bound;
-    return std::max(entry.banded_bound, kept_per_host_bound(entry, tier, target, floor, grid));
+    return std::max(entry.banded_bound,
+                    kept_per_host_bound(entry, tier_index, tier, target, floor, grid, *cache));
   }
 }
 
@@ -653,16 +695,21 @@ double PreemptionContext<Model>::per_host_index_bound_cached(std::size_t tier_in
                                                              double floor, double grid,
                                                              ScanCache* cache) const {
   if (cache == nullptr) return per_host_index_bound(tier, target, floor, grid);
-  return kept_per_host_bound(bound_entry(tier_index, tier, target, *cache), tier, target, floor,
-                             grid);
+  return kept_per_host_bound(bound_entry(tier_index, tier, target, *cache), tier_index, tier,
+                             target, floor, grid, *cache);
 }
 
 template <CostModel Model>
-double PreemptionContext<Model>::kept_per_host_bound(ScanCache::Entry& entry, const Tier& tier,
-                                                     DomainId target, double floor,
-                                                     double grid) const {
+double PreemptionContext<Model>::kept_per_host_bound(ScanCache::Entry& entry,
+                                                     std::size_t tier_index, const Tier& tier,
+                                                     DomainId target, double floor, double grid,
+                                                     ScanCache& cache) const {
   if (!entry.per_host_valid) {
-    entry.per_host_bound = per_host_index_bound(tier, target, floor, grid);
+    if (cache.host_terms.size() <= tier_index) cache.host_terms.resize(tier_index + 1);
+    auto& kept = cache.host_terms[tier_index];
+    const std::size_t hosts = topology_.domains_at(topology_.host_level()).size();
+    if (kept.size() != hosts) kept.assign(hosts, {});
+    entry.per_host_bound = per_host_index_bound(tier, target, floor, grid, &kept);
     entry.per_host_valid = true;
   }
   return entry.per_host_bound;
@@ -675,8 +722,9 @@ template <CostModel Model>
 // decision on a large cluster (0.82-0.87x as long with it at 1,000,000 nodes, docs/speed.md).
 [[gnu::flatten]]
 #endif
-double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId target,
-                                                      double floor, double grid) const {
+double PreemptionContext<Model>::per_host_index_bound(
+    const Tier& tier, DomainId target, double floor, double grid,
+    std::vector<ScanCache::HostTerms>* kept) const {
   // The per-host bound from the index alone: each of R distinct hosts frees its deficit d -
   // idle(h) in device entries (`index_cover`), plus one least per-victim part for the plan
   // (the per-entry parts of one action's rate add up across hosts: they count the entries it
@@ -705,21 +753,37 @@ double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId
   };
   double per_victim = std::numeric_limits<double>::infinity();
   std::size_t most_terms = 0;  // additions in one host's cover, for the rounding count
-  const auto hosts = topology_.domains_at(host_level, target);
-  // The hosts' bands are far apart in memory, and reading them is most of this bound's time
-  // on a cold cache: fetched a few hosts ahead.
-  for_each_prefetching_bands(state_, hosts, [&](std::size_t i) {
-    const DomainId host = hosts[i];
-    const double need = devices - free_in(state_, host, whole_device_dim);
-    if (need <= 0.0) {
+  const auto add = [&](const ScanCache::HostTerms& host) {
+    if (host.ready) {
       keep(0.0);
       return;
     }
-    const IndexCover cover = index_cover(host, need, false);
-    per_victim = std::min(per_victim, cover.per_victim);
-    most_terms = std::max(most_terms, cover.terms);
-    if (std::isfinite(cover.cost)) keep(cover.cost);
-  });
+    per_victim = std::min(per_victim, host.per_victim);
+    most_terms = std::max(most_terms, std::size_t{host.terms});
+    if (std::isfinite(host.cost)) keep(host.cost);
+  };
+  const auto hosts = topology_.domains_at(host_level, target);
+  if (kept != nullptr) {
+    // The hosts are consecutive in their level: their versions and kept terms side by side,
+    // and only the hosts that changed read their bands.
+    const auto first =
+        static_cast<std::size_t>(hosts.data() - topology_.domains_at(host_level).data());
+    const auto versions = state_.versions_at(host_level).subspan(first, hosts.size());
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      ScanCache::HostTerms& host = (*kept)[first + i];
+      if (!host.valid || host.version != versions[i]) {
+        host = host_terms(hosts[i], devices);
+        host.version = versions[i];
+        host.valid = true;
+      }
+      add(host);
+    }
+  } else {
+    // The hosts' bands are far apart in memory, and reading them is most of this bound's time
+    // on a cold cache: fetched a few hosts ahead.
+    for_each_prefetching_bands(state_, hosts,
+                               [&](std::size_t i) { add(host_terms(hosts[i], devices)); });
+  }
   if (finite < replicas) return floor;  // the scan or the search finds no plan
   double sum = 0.0;
   if (few) {
@@ -737,6 +801,21 @@ double PreemptionContext<Model>::per_host_index_bound(const Tier& tier, DomainId
       conservative(per_victim + sum, 16.0 + 2.0 * static_cast<double>(most_terms + replicas));
   if (!std::isfinite(bound)) return floor;
   return std::max(floor, on_grid(bound, grid));
+}
+
+template <CostModel Model>
+ScanCache::HostTerms PreemptionContext<Model>::host_terms(DomainId host, double devices) const {
+  ScanCache::HostTerms terms;
+  const double need = devices - free_in(state_, host, whole_device_dim);
+  if (need <= 0.0) {
+    terms.ready = true;
+    return terms;
+  }
+  const IndexCover cover = index_cover(host, need, false);
+  terms.per_victim = cover.per_victim;
+  terms.terms = static_cast<std::uint32_t>(cover.terms);
+  terms.cost = cover.cost;
+  return terms;
 }
 
 template <CostModel Model>
@@ -781,9 +860,9 @@ double PreemptionContext<Model>::group_need(const Tier& tier, DomainId group) co
 
 template <CostModel Model>
 double PreemptionContext<Model>::group_need_cached(const Tier& tier, DomainId group,
+                                                   LevelIndex level, std::size_t ordinal,
                                                    ScanCache& cache) const {
   const LevelIndex host_level = topology_.host_level();
-  const LevelIndex level = topology_.level(group);
   const auto& idle_index = state_.idle_device_index();
   if (level >= host_level || !idle_index.covers(host_level)) return group_need(tier, group);
   // As `group_need`: the idle index over the group's hosts, their run of ordinals kept (the
@@ -792,7 +871,7 @@ double PreemptionContext<Model>::group_need_cached(const Tier& tier, DomainId gr
   auto& runs = cache.group_hosts[level];
   const std::size_t count = topology_.domains_at(level).size();
   if (runs.size() != count) runs.assign(count, {});
-  auto& run = runs[topology_.ordinal(group)];
+  auto& run = runs[ordinal];
   if (run.first == run.second) {
     const auto all = topology_.domains_at(host_level);
     const auto inside = topology_.domains_at(host_level, group);
@@ -808,17 +887,19 @@ template <CostModel Model>
 double PreemptionContext<Model>::group_price_bound_cached(std::size_t tier_index,
                                                           const Tier& tier, DomainId group,
                                                           double floor, double grid,
-                                                          ScanCache* cache) const {
+                                                          ScanCache* cache,
+                                                          const GroupPlace* where) const {
   if (cache == nullptr) return group_price_bound(tier, group, floor, grid);
   if (cache->group_bounds.size() <= tier_index) cache->group_bounds.resize(tier_index + 1);
   auto& levels = cache->group_bounds[tier_index];
-  const LevelIndex level = topology_.level(group);
+  const LevelIndex level = where != nullptr ? where->level : topology_.level(group);
+  const std::size_t ordinal = where != nullptr ? where->ordinal : topology_.ordinal(group);
   if (levels.size() <= level) levels.resize(level + 1);
   auto& entries = levels[level];
   const std::size_t count = topology_.domains_at(level).size();
   if (entries.size() != count) entries.assign(count, {});
-  ScanCache::GroupBound& entry = entries[topology_.ordinal(group)];
-  const std::uint64_t version = state_.domain_version(group);
+  ScanCache::GroupBound& entry = entries[ordinal];
+  const std::uint64_t version = where != nullptr ? where->version : state_.domain_version(group);
   if (entry.valid && entry.version == version) {
     ++cache->group_hits;
     return entry.bound;
@@ -832,15 +913,16 @@ double PreemptionContext<Model>::group_price_bound_cached(std::size_t tier_index
       if (cache->group_covers.size() <= level) cache->group_covers.resize(level + 1);
       auto& covers = cache->group_covers[level];
       if (covers.size() != count) covers.assign(count, {});
-      kept = &covers[topology_.ordinal(group)];
+      kept = &covers[ordinal];
     }
   }
   double bound = floor;
   if (kept == nullptr) {
     bound = group_price_bound(tier, group, floor, grid);
-  } else if (const double need = group_need_cached(tier, group, *cache); need > 0.0) {
+  } else if (const double need = group_need_cached(tier, group, level, ordinal, *cache);
+             need > 0.0) {
     bound = kept_cover_bound(
-        *kept, *cache, state_.index_band_digest(group),
+        *kept, *cache, state_.index_band_digests_at(level)[ordinal],
         [&](const auto& visit) { state_.for_each_index_band(group, preemptor_.priority, visit); },
         need, true, floor, grid);
   }

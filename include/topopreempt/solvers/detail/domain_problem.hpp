@@ -6,6 +6,7 @@
 /// search limits.
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -204,22 +206,27 @@ struct SearchCandidate {
 };
 static_assert(sizeof(SearchCandidate) <= 32, "the heap is written afresh each call");
 
-/// A child of an opened group (or a target listed unread) as a search's heap orders it: its
-/// key (its own bound or its parent's, whichever is larger), the child and the tier's targets
-/// it holds (0 for a target).
+/// A child of an opened group (or a target listed unread): its own bound (before its parent's
+/// is taken into it), the child and the tier's targets it holds (0 for a target). What a
+/// decider's cache keeps of an opening (`ScanCache::Opening::Child`) and of a listing
+/// (`ScanCache::ListedTarget`), and what a search's run reads (`SearchRun`). 16 bytes.
 struct SearchRunChild {
-  double key;
+  double bound = 0.0;
   DomainId child;
-  std::uint32_t members;
+  std::uint32_t members = 0;
 };
 
-/// Children of one opened group in `run_children[next, end)`, ascending (key, id): the order
-/// the heap would give them up in, so only the first stands in it at a time, and the children
-/// that never come up (most, when a bound closes the tier) are never pushed.
+/// Children of one opened group in [next, end), ascending (key, id), a child's key its bound
+/// or `parent_bound`, whichever is larger: the order the heap would give them up in, so only
+/// the first stands in it at a time, and the children that never come up (most, when a bound
+/// closes the tier) are never pushed. They lie where a decider's cache keeps them (`kept`,
+/// untouched for the rest of the tier's search), else in the search's `run_children`.
 struct SearchRun {
+  const SearchRunChild* kept;
   std::size_t next;
   std::size_t end;
   std::size_t members_left;  ///< targets held by the children not yet taken
+  double parent_bound;
 };
 
 /// Scan results of the candidate domains of one preemptor class and cost model, kept across
@@ -247,6 +254,21 @@ struct ScanCache {
     double per_host_bound = 0.0;
   };
   std::vector<std::vector<Entry>> tiers;
+  /// What one host adds to a per-host bound (`PreemptionContext::per_host_index_bound`): ready
+  /// (its idle devices suffice), or the cover of its deficit by its bands' entries (per-victim
+  /// part, cost, terms). A function of the host's idle devices and bands and of the tier, so
+  /// kept with the host's version: a gang's target whose hosts mostly did not change takes
+  /// the terms of those that changed only (a hundred changes touch a host or two per rack).
+  struct HostTerms {
+    std::uint64_t version = 0;
+    bool valid = false;
+    bool ready = false;
+    std::uint32_t terms = 0;
+    double per_victim = 0.0;
+    double cost = 0.0;
+  };
+  /// Per tier, per host by ordinal.
+  std::vector<std::vector<HostTerms>> host_terms;
   /// What never changes for a tier's target (the topology alone decides it), computed once:
   /// per target `1 + 2 x dims` domains (its reach, where each relaxation dimension is
   /// measured, and the indexed domain that answers for each of those), and the static
@@ -262,6 +284,10 @@ struct ScanCache {
     /// covers the bounds of all its targets (`listed_bounds`).
     LevelIndex opening_level = 0;
     bool local = false;
+    /// Whether the targets are hosts and each one's index bound reads only domains inside it
+    /// (its row's, its aggregate for whole devices): its own version then covers its bound,
+    /// so a changed group re-bounds only the targets that changed (`listed_bounds`).
+    bool targets_local = false;
   };
   std::vector<TierShape> shapes;
   /// A bound taken from an index cover (`price_bound_of(index_cover_from(...))`), kept with
@@ -293,13 +319,9 @@ struct ScanCache {
   /// level).
   std::vector<std::vector<std::vector<GroupBound>>> group_bounds;
   /// A target as `prune_rest` lists it, a child of its group that holds no targets: its index
-  /// bound (`index_price_bound`, the per-host part included). Shaped as `Opening::Child`, so
-  /// that both push as one run (`TierSearch::push_run`) and sort by `by_bound_then_child`.
-  struct ListedTarget {
-    static constexpr std::uint32_t members = 0;
-    double bound = 0.0;
-    DomainId child;
-  };
+  /// bound (`index_price_bound`, the per-host part included). The same as `Opening::Child`,
+  /// so that both push as one run (`TierSearch::push_run`) and sort by `by_bound_then_child`.
+  using ListedTarget = SearchRunChild;
   /// The targets of a group at `TierShape::opening_level` with their index bounds, in
   /// ascending (bound, id), as `prune_rest` lists a pruned group's targets (one run of the
   /// heap): kept with the group's version, for tiers whose shape is `local` (the group's
@@ -308,7 +330,15 @@ struct ScanCache {
   struct ListedBounds {
     std::uint64_t version = 0;
     bool valid = false;
+    /// `targets` are the group's, each with the bound it had at its version in `versions`
+    /// (every one's taken once), though the group changed since: under
+    /// `TierShape::targets_local` only the targets whose version changed are bounded again.
+    bool shaped = false;
     std::vector<ListedTarget> targets;
+    /// The targets' versions their bounds were taken at, ascending id (as the group's
+    /// members, read side by side from `Allocation::versions_at`): kept only when
+    /// `TierShape::targets_local`.
+    std::vector<std::uint64_t> versions;
   };
   std::vector<std::vector<ListedBounds>> listed_bounds;
   /// What admitting one unread target decided (`TierSearch::admit`): rejected by its static
@@ -337,21 +367,17 @@ struct ScanCache {
   std::vector<std::vector<GroupAdmissions>> admissions;
   /// What opening a group (or an index block) into the groups one level down pushed
   /// (`TierSearch::push_child_groups`): per child, its own bound (`group_price_bound`, before
-  /// the parent's is taken into it), the child, how many of the tier's targets it holds and
-  /// the child's version the bound was taken at, in ascending (bound, id): the order the
-  /// children come up in. Kept by the opened group's version, or for a block by a digest of
+  /// the parent's is taken into it), the child and how many of the tier's targets it holds,
+  /// in ascending (bound, id): the order the children come up in; and the version each
+  /// child's bound was taken at. Kept by the opened group's version, or for a block by a digest of
   /// its domains' versions: either covers every child's bound, and the counts are the
   /// topology's. A group that did not change opens as one run of its children, without a
   /// look at each child's version, count or bands; a changed one compares each child's
   /// version with the one its bound was kept by, and takes only the bounds of children that
-  /// changed. 24 bytes a child, so at most one entry per group and block of the topology.
+  /// changed. 24 bytes a child (16 in `children`, 8 in `versions`), so at most one entry per
+  /// group and block of the topology.
   struct Opening {
-    struct Child {
-      double bound = 0.0;
-      DomainId child;
-      std::uint32_t members = 0;
-      std::uint64_t version = 0;  ///< the child's version `bound` was taken at
-    };
+    using Child = SearchRunChild;
     std::uint64_t key = 0;
     bool valid = false;  ///< the children's bounds are those under `key`
     /// The children and their target counts are known (the topology's, for the children
@@ -361,11 +387,20 @@ struct ScanCache {
     bool shaped = false;
     DomainId first;  ///< the first child, so that a block's entry is for the same domains
     std::vector<Child> children;
+    /// Every child's version its bound was taken at, in the order of the domains opened
+    /// into (ascending id; those holding no targets too), read side by side from
+    /// `Allocation::versions_at`.
+    std::vector<std::uint64_t> versions;
   };
   /// Per tier: openings of groups, per level and ordinal in it (`group_openings`), and of
   /// index blocks, per block (`block_openings`). Taken under `bounds_floor` and `bounds_grid`.
   std::vector<std::vector<std::vector<Opening>>> group_openings;
   std::vector<std::vector<Opening>> block_openings;
+  // A search's runs read kept children where they lie (`SearchRun::kept`): the entries
+  // around them may move as their vectors grow, but only by moves, which keep the children's
+  // storage.
+  static_assert(std::is_nothrow_move_constructible_v<Opening>);
+  static_assert(std::is_nothrow_move_constructible_v<ListedBounds>);
   /// Per index block, the host-level ordinals [first, last) of the hosts under its members
   /// (`PreemptionContext::block_host_ordinals`), found on first use: the topology's alone (two
   /// binary searches a block on an irregular tree, every call), so never dropped. An empty
@@ -388,6 +423,9 @@ struct ScanCache {
   /// [first, last) of the hosts under it (`PreemptionContext::group_need_cached`), found on
   /// first use: the topology's alone, so never dropped. An empty run means not yet found.
   std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> group_hosts;
+  /// The same for the domains one level below each group (`TierSearch::children_of`): on an
+  /// irregular tree the topology finds them by binary search over the whole level.
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> group_children;
   /// Per index block, the cover its bound (`block_price_bound`) was last taken from: a block
   /// no longer has the version digest it had (after a hundred changes nearly every block
   /// changed somewhere), but seldom other bands or another most idle host. Kept per block
@@ -432,11 +470,17 @@ struct ScanCache {
   static constexpr std::size_t kept_search_slots = 64;
   std::vector<KeptSearch> searches;
   std::size_t next_search_slot = 0;  ///< the slot the next new search replaces, when full
-  /// A tier's search's buffers (`TierSearch`): its heap, runs, unread targets, scratch and
-  /// the problems it reads domains into, kept from one call to the next with their capacity
-  /// (their contents are the search's own, cleared or rebuilt before use), so that a call
-  /// allocates (nearly) nothing: a fresh allocation of the heap's size cost a warm call
-  /// more than its growth did.
+  /// A slot's problem (`SearchBuffers::kept_problems`).
+  struct KeptProblem {
+    bool valid = false;
+    DomainId target;
+    std::uint64_t key = 0;
+  };
+  /// A tier's search's buffers (`TierSearch`, which uses them where they lie): its heap, runs,
+  /// unread targets, scratch and the two problem slots it reads domains into, kept from one
+  /// call to the next with their capacity (their contents are the search's own, cleared or
+  /// rebuilt before use, but for a problem a slot kept), so that a call allocates (nearly)
+  /// nothing: a fresh allocation of the heap's size cost a warm call more than its growth did.
   struct SearchBuffers {
     std::vector<SearchCandidate> candidates;
     std::vector<SearchRunChild> run_children;
@@ -449,7 +493,11 @@ struct ScanCache {
     std::vector<Opening::Child> fresh_children;
     ScanWorkspace workspace;
     DomainProblem problem;
-    DomainProblem spare_problem;  ///< the buffers of the best domain's problem
+    DomainProblem spare_problem;  ///< the second slot (`TierSearch::best_problem`)
+    /// What each slot (`problem`, `spare_problem`) holds: a target's problem read at the scan
+    /// key (`Entry::key`) it had then, so that a later call that reads the same target at the
+    /// same key (the last winner, mostly) takes it as it is (`TierSearch::reuse_problem`).
+    std::array<KeptProblem, 2> kept_problems{};
     /// Empties every list (capacity kept); the workspace and problems are reset by their
     /// users.
     void clear() noexcept {
@@ -465,6 +513,50 @@ struct ScanCache {
     }
   };
   std::vector<SearchBuffers> search_buffers;  ///< per tier
+  /// The preemptor's resolved demand and tiers (`PreemptionContext`), built on the first call:
+  /// functions of the topology and of the preemptor's fields below alone (its validation
+  /// too), so that a call for the same ones builds, and allocates, none of them again.
+  struct KeptTiers {
+    const Topology* topology = nullptr;  ///< none kept yet
+    std::int32_t replicas = 0;
+    std::optional<std::int32_t> min_replicas;
+    ReplicaDemand demand;
+    TopologyRequirement replica_scope;
+    TopologyRequirement gang_scope;
+    bool distinct_hosts = false;
+    ResolvedDemand resolved;
+    std::vector<Tier> tiers;
+
+    /// Whether these were built for `preemptor`'s fields above on `topology`.
+    [[nodiscard]] bool kept_for(const Workload& preemptor, const Topology& on) const {
+      const auto& resources = preemptor.demand.resources;
+      return topology == &on && replicas == preemptor.replicas &&
+             min_replicas == preemptor.min_replicas &&
+             demand.whole_devices == preemptor.demand.whole_devices &&
+             demand.resources.size() == resources.size() &&
+             (demand.resources.array() == resources.array()).all() &&
+             replica_scope == preemptor.replica_scope && gang_scope == preemptor.gang_scope &&
+             distinct_hosts == preemptor.distinct_hosts;
+    }
+    /// Keeps `built_demand` and `built_tiers`, built for `preemptor` on `on`.
+    void keep(const Workload& preemptor, const Topology& on, const ResolvedDemand& built_demand,
+              const std::vector<Tier>& built_tiers) {
+      topology = nullptr;  // stays so if a copy throws
+      replicas = preemptor.replicas;
+      min_replicas = preemptor.min_replicas;
+      demand = preemptor.demand;
+      replica_scope = preemptor.replica_scope;
+      gang_scope = preemptor.gang_scope;
+      distinct_hosts = preemptor.distinct_hosts;
+      resolved = built_demand;
+      tiers = built_tiers;
+      topology = &on;
+    }
+  };
+  KeptTiers kept_tiers;
+  /// The fractional bound's scratch (`PreemptionContext::build_problem`), kept with its
+  /// capacity.
+  std::vector<std::pair<double, double>> fractional_items;
   /// The lists of a decision's rejection log (`RejectionLog`), kept with their capacity for
   /// the next call: growing them anew took a large allocation, and with it a sweep of
   /// malloc's freed chunks, on every call.
@@ -483,6 +575,7 @@ struct ScanCache {
     for (auto& entries : tiers) {
       for (Entry& entry : entries) entry.banded_valid = entry.per_host_valid = false;
     }
+    host_terms.clear();
     group_bounds.clear();
     listed_bounds.clear();
     admissions.clear();
@@ -506,6 +599,7 @@ struct ScanCache {
   std::uint64_t cover_misses = 0;  ///< block covers taken afresh (and kept)
   std::uint64_t search_hits = 0;    ///< domain searches answered from `searches`
   std::uint64_t search_misses = 0;  ///< domain searches run
+  std::uint64_t problem_hits = 0;      ///< domains' problems taken as a slot kept them
   std::uint64_t placement_hits = 0;    ///< plans placed from `plan_placement`
   std::uint64_t placement_misses = 0;  ///< plans placed by a search (and kept)
   std::uint64_t hits = 0;    ///< scans answered from the cache

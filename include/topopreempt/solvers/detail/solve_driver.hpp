@@ -187,25 +187,22 @@ struct TierSearch {
         grid(run.grid),
         tier_index(tier_index),
         tier(run.context.tiers()[tier_index]),
-        host_level(run.context.topology().host_level()) {
-    if (cache != nullptr) {
-      // The buffers of this tier's search in the last call, their capacity kept (given back
-      // by the destructor; the slot is made here, where throwing is allowed).
-      if (cache->search_buffers.size() <= tier_index) cache->search_buffers.resize(tier_index + 1);
-      buffers = std::move(cache->search_buffers[tier_index]);
-      buffers.clear();
-    }
-  }
-
-  /// Gives the buffers back to a decider's cache for its next call.
-  ~TierSearch() {
-    if (cache == nullptr) return;
-    if (best_problem) buffers.spare_problem = std::move(*best_problem);
-    cache->search_buffers[tier_index] = std::move(buffers);
-  }
+        host_level(run.context.topology().host_level()),
+        buffers(buffers_for(run.cache, tier_index, own_buffers)) {}
 
   TierSearch(const TierSearch&) = delete;
   TierSearch& operator=(const TierSearch&) = delete;
+
+  /// The buffers of tier `tier_index`'s search: a decider's cache's (their lists emptied, the
+  /// capacity kept; the slot made here, where throwing is allowed), else `own`, made empty.
+  static ScanCache::SearchBuffers& buffers_for(ScanCache* cache, std::size_t tier_index,
+                                               std::optional<ScanCache::SearchBuffers>& own) {
+    if (cache == nullptr) return own.emplace();
+    if (cache->search_buffers.size() <= tier_index) cache->search_buffers.resize(tier_index + 1);
+    ScanCache::SearchBuffers& kept = cache->search_buffers[tier_index];
+    kept.clear();
+    return kept;
+  }
 
   /// Phase "candidate order": fills the heap (and the unread list) that `search_domains` takes
   /// from, reading as little as possible: under the full scan every domain is read first, under
@@ -277,7 +274,8 @@ struct TierSearch {
       // a plan or one is left unsettled: a tight limit (even 0) still yields a plan. A domain
       // proven empty does not stop it (greedy evicting everything and still finding no room is
       // a quick proof, and the only work a search past the deadline does besides its plan).
-      if (searched_here > 0 && (best_problem || search_unproven) && deadline.expired_now()) {
+      if (searched_here > 0 && (best_problem != nullptr || search_unproven) &&
+          deadline.expired_now()) {
         cut_short = true;
         statistics.limit_reached = true;
         open_bound = std::min(open_bound, least);  // the least bound left: still open
@@ -313,7 +311,7 @@ struct TierSearch {
   }
 
   /// Whether the tier yielded a plan (`make_plan` may be called).
-  [[nodiscard]] bool found() const noexcept { return best_problem.has_value(); }
+  [[nodiscard]] bool found() const noexcept { return best_problem != nullptr; }
 
   /// Whether the tier was proven to hold no plan: nothing was cut short by the deadline and
   /// every search that found nothing proved it.
@@ -566,42 +564,49 @@ struct TierSearch {
                          std::span<const DomainId> members) {
     const Topology& topology = context.topology();
     std::uint64_t key = 0;
-    ScanCache::Opening* const kept = opening_of(parent, children, key);
+    Siblings siblings;  // where the children lie in their level, with a cache
+    ScanCache::Opening* const kept = opening_of(parent, children, key, siblings);
+    const auto& versions = siblings.versions;
     if (kept != nullptr && kept->valid && kept->key == key && kept->first == children.front()) {
       // Unchanged since it was kept: the same children, bounds and counts, kept in the order
       // of their bounds.
       ++cache->opening_hits;
-      push_run(parent, kept->children);
+      push_run(parent, kept->children, members.size(), true);
       return;
     }
-    if (kept != nullptr && kept->shaped && kept->first == children.front()) {
+    if (kept != nullptr && kept->shaped && kept->first == children.front() &&
+        kept->versions.size() == children.size()) {
       // Changed, but the same children: only bounds can differ. A child whose version is the
       // one its bound was kept by keeps it (most children did not change: one comparison);
       // the others take theirs again, their bands fetched ahead.
       kept->valid = false;  // stays so if a bound throws
       auto& kids = kept->children;
-      changed_children.clear();
-      for (std::size_t i = 0; i < kids.size(); ++i) {
-        if (state.domain_version(kids[i].child) != kids[i].version) {
-          changed_children.push_back(i);
-        } else {
-          ++cache->group_hits;
-        }
+      changed_children.clear();  // positions in `children`
+      for (std::size_t j = 0; j < children.size(); ++j) {
+        if (versions[j] != kept->versions[j]) changed_children.push_back(j);
       }
+      // Each changed child that holds targets takes its bound again, its version with it.
+      cache->group_hits += kids.size();
       for_each_prefetching_bands(
           state, changed_children.size(),
-          [&](std::size_t i) { return kids[changed_children[i]].child; },
+          [&](std::size_t i) { return children[changed_children[i]]; },
           [&](std::size_t i) {
-            ScanCache::Opening::Child& kid = kids[changed_children[i]];
-            kid.bound = context.group_price_bound_cached(tier_index, tier, kid.child, floor,
-                                                         grid, cache);
-            kid.version = state.domain_version(kid.child);
+            const std::size_t j = changed_children[i];
+            const auto kid = std::find_if(kids.begin(), kids.end(),
+                                          [&](const auto& k) { return k.child == children[j]; });
+            if (kid != kids.end()) {
+              --cache->group_hits;
+              const GroupPlace place = siblings.place(j);
+              kid->bound = context.group_price_bound_cached(tier_index, tier, kid->child, floor,
+                                                            grid, cache, &place);
+            }
+            kept->versions[j] = versions[j];
           });
       if (!changed_children.empty()) std::sort(kids.begin(), kids.end(), by_bound_then_child);
       kept->key = key;
       kept->valid = true;
       ++cache->opening_misses;
-      push_run(parent, kids);
+      push_run(parent, kids, members.size(), true);
       return;
     }
     if (kept != nullptr) {
@@ -617,53 +622,63 @@ struct TierSearch {
       const std::size_t count = last - first;
       first = last;
       if (count == 0) return;
-      const double bound =
-          context.group_price_bound_cached(tier_index, tier, child, floor, grid, cache);
-      found.push_back(
-          {bound, child, static_cast<std::uint32_t>(count), state.domain_version(child)});
+      const GroupPlace place = kept != nullptr ? siblings.place(i) : GroupPlace{};
+      const double bound = context.group_price_bound_cached(
+          tier_index, tier, child, floor, grid, cache, kept != nullptr ? &place : nullptr);
+      found.push_back({bound, child, static_cast<std::uint32_t>(count)});
     });
     std::sort(found.begin(), found.end(), by_bound_then_child);
     if (kept != nullptr) {
+      kept->versions.assign(versions.begin(), versions.end());
       kept->key = key;
       kept->first = children.front();
       kept->valid = true;
       kept->shaped = true;
       ++cache->opening_misses;
     }
-    push_run(parent, found);
+    push_run(parent, found, members.size(), kept != nullptr);
   }
 
-  /// Pushes `children` of `parent` (ascending own bound, then id) as one run: each keyed by
-  /// its own bound or its parent's, whichever is larger. Those whose own bound is at most the
-  /// parent's share its key, and come up by id: they lead the run, sorted by id among
-  /// themselves. The children are groups (`ScanCache::Opening::Child`) or targets listed
-  /// unread (`ScanCache::ListedTarget`, `prune_rest`).
-  template <class Children>
-  void push_run(const Candidate& parent, const Children& children) {
-    if (std::ranges::empty(children)) return;
-    const std::size_t begin = run_children.size();
-    std::size_t held = 0;
-    std::size_t tied = begin;
-    for (const auto& child : children) {
-      if (child.bound <= parent.bound) ++tied;
-      run_children.push_back({std::max(parent.bound, child.bound), child.child, child.members});
-      held += child.members;
+  /// Pushes `children` of `parent` (ascending own bound, then id), holding `held` targets in
+  /// all, as one run: each keyed by its own bound or its parent's, whichever is larger. Those
+  /// whose own bound is at most the parent's share its key, and come up by id: they lead the
+  /// run, sorted by id among themselves. The children are groups (`ScanCache::Opening::Child`)
+  /// or targets listed unread (`ScanCache::ListedTarget`, `prune_rest`). `kept`: they lie in
+  /// a decider's cache, untouched for the rest of this search (each group opens once), and
+  /// unless several share the parent's key they are read there, as they come up, not copied:
+  /// most never do.
+  void push_run(const Candidate& parent, std::span<const RunChild> children, std::size_t held,
+                bool kept) {
+    if (children.empty()) return;
+    std::size_t tied = 0;
+    while (tied < children.size() && children[tied].bound <= parent.bound) ++tied;
+    if (kept && tied <= 1) {
+      runs.push_back({children.data(), 0, children.size(), held, parent.bound});
+    } else {
+      const std::size_t begin = run_children.size();
+      run_children.insert(run_children.end(), children.begin(), children.end());
+      if (tied > 1) {
+        std::sort(run_children.begin() + static_cast<std::ptrdiff_t>(begin),
+                  run_children.begin() + static_cast<std::ptrdiff_t>(begin + tied),
+                  [](const RunChild& a, const RunChild& b) { return a.child < b.child; });
+      }
+      runs.push_back({nullptr, begin, run_children.size(), held, parent.bound});
     }
-    if (tied - begin > 1) {
-      std::sort(run_children.begin() + static_cast<std::ptrdiff_t>(begin),
-                run_children.begin() + static_cast<std::ptrdiff_t>(tied),
-                [](const RunChild& a, const RunChild& b) { return a.child < b.child; });
-    }
-    runs.push_back({begin, run_children.size(), held});
     push_run_front(static_cast<std::uint32_t>(runs.size() - 1));
+  }
+
+  /// Child `i` of `run`.
+  [[nodiscard]] const RunChild& run_child(const Run& run, std::size_t i) const {
+    return run.kept != nullptr ? run.kept[i] : run_children[i];
   }
 
   /// Pushes run `index` keyed and named as its next child, holding the targets of every child
   /// it has left.
   void push_run_front(std::uint32_t index) {
     const Run& run = runs[index];
-    const RunChild& next = run_children[run.next];
-    Candidate item{next.key, next.child, false, static_cast<std::uint32_t>(run.members_left)};
+    const RunChild& next = run_child(run, run.next);
+    Candidate item{std::max(run.parent_bound, next.bound), next.child, false,
+                   static_cast<std::uint32_t>(run.members_left)};
     item.run = index;
     candidates.push_back(item);
     std::push_heap(candidates.begin(), candidates.end(), later);
@@ -682,34 +697,53 @@ struct TierSearch {
     candidates.pop_back();
     if (item.run == no_run) return item;
     Run& run = runs[item.run];
-    const RunChild head = run_children[run.next++];
+    const RunChild head = run_child(run, run.next++);
     // The run's place among the groups passes to the child, as if it had been in the heap on
     // its own (`open_group` takes it out); the children left go back as a run of their own.
     run.members_left -= head.members;
     grouped_targets -= run.members_left;
     if (run.next < run.end) push_run_front(item.run);
-    return {head.key, head.child, false, head.members};
+    return {item.bound, head.child, false, head.members};
   }
+
+  /// A run of consecutive domains of one level at or above the hosts (children of one group
+  /// or block): their level, the ordinal of the first, and their versions side by side.
+  struct Siblings {
+    LevelIndex level = 0;
+    std::size_t first = 0;
+    std::span<const std::uint64_t> versions;
+    /// The `i`th one's place, as `PreemptionContext::group_price_bound_cached` takes it.
+    [[nodiscard]] GroupPlace place(std::size_t i) const { return {level, first + i, versions[i]}; }
+  };
 
   /// The entry of a decider's cache that keeps what opening `parent` (a group, or an index
   /// block) into `children` pushes, and in `key` what it is kept by: the group's version, or
-  /// a digest of the block's domains' versions (a block is no domain). Null without a cache.
+  /// a digest of the block's domains' versions (a block is no domain); in `siblings` where
+  /// the children lie (consecutive domains of one level at or above the hosts) and their
+  /// versions (a run of `Allocation::versions_at`). Null without a cache.
   ScanCache::Opening* opening_of(const Candidate& parent, std::span<const DomainId> children,
-                                 std::uint64_t& key) {
+                                 std::uint64_t& key, Siblings& siblings) {
     if (cache == nullptr || children.empty()) return nullptr;
-    if (parent.block != Allocation::index_no_block) {
+    const Topology& topology = context.topology();
+    const bool block = parent.block != Allocation::index_no_block;
+    const LevelIndex level =
+        block ? static_cast<LevelIndex>(host_level - 1) : topology.level(parent.target);
+    siblings.level = static_cast<LevelIndex>(block ? level : level + 1);
+    siblings.first = static_cast<std::size_t>(children.data() -
+                                              topology.domains_at(siblings.level).data());
+    siblings.versions =
+        state.versions_at(siblings.level).subspan(siblings.first, children.size());
+    const auto& versions = siblings.versions;
+    if (block) {
       if (cache->block_openings.size() <= tier_index) cache->block_openings.resize(tier_index + 1);
       auto& entries = cache->block_openings[tier_index];
       if (entries.size() <= parent.block) entries.resize(std::size_t{parent.block} + 1);
       key = 0x626c6f636bULL;
-      for (const DomainId child : children)
-        key = key * 0x9e3779b97f4a7c15ULL ^ state.domain_version(child);
+      for (const std::uint64_t version : versions) key = key * 0x9e3779b97f4a7c15ULL ^ version;
       return &entries[parent.block];
     }
-    const Topology& topology = context.topology();
     if (cache->group_openings.size() <= tier_index) cache->group_openings.resize(tier_index + 1);
     auto& levels = cache->group_openings[tier_index];
-    const LevelIndex level = topology.level(parent.target);
     if (levels.size() <= level) levels.resize(level + 1);
     auto& entries = levels[level];
     const std::size_t count = topology.domains_at(level).size();
@@ -778,7 +812,7 @@ struct TierSearch {
     const LevelIndex level = topology.level(group.target);
     const auto members = members_of_group(group);
     if (level < host_level && level + 1 < tier.target_level) {
-      const auto children = topology.domains_at(level + 1, group.target);
+      const auto children = children_of(group.target, level);
       // Many children (the racks of a large cluster's root): taken by blocks first, so that
       // a decision reads the bands of a few blocks and of the racks in the blocks it opens,
       // not every rack's.
@@ -786,6 +820,27 @@ struct TierSearch {
       return;
     }
     open_into_targets(group, members, level >= host_level, for_listing);
+  }
+
+  /// The domains one level below `group` (a domain of `level`, above the hosts), ascending:
+  /// the topology's, their run kept in a decider's cache (`ScanCache::group_children`).
+  std::span<const DomainId> children_of(DomainId group, LevelIndex level) {
+    const Topology& topology = context.topology();
+    const auto child_level = static_cast<LevelIndex>(level + 1);
+    if (cache == nullptr) return topology.domains_at(child_level, group);
+    auto& levels = cache->group_children;
+    if (levels.size() <= level) levels.resize(std::size_t{level} + 1);
+    auto& runs = levels[level];
+    const std::size_t count = topology.domains_at(level).size();
+    if (runs.size() != count) runs.assign(count, {});
+    auto& run = runs[topology.ordinal(group)];
+    const auto all = topology.domains_at(child_level);
+    if (run.first == run.second) {  // not found yet (or none: found again, at no cost)
+      const auto inside = topology.domains_at(child_level, group);
+      const auto first = static_cast<std::uint32_t>(inside.data() - all.data());
+      run = {first, first + static_cast<std::uint32_t>(inside.size())};
+    }
+    return all.subspan(run.first, run.second - run.first);
   }
 
   /// Opens `group` into its targets `members` (`on_one_host`: all on one host, admitted
@@ -800,8 +855,10 @@ struct TierSearch {
       // One run, in the order they would come up one by one (only the closest dozen ever
       // do). Kept by the group's version in a decider's cache: a pruned group that did not
       // change lists its targets without a look at each.
-      push_run(group, context.listed_targets_cached(tier_index, tier, group.target, members,
-                                                    floor, grid, cache, listed));
+      const auto targets = context.listed_targets_cached(tier_index, tier, group.target,
+                                                         members, floor, grid, cache, listed);
+      // Kept in the cache unless handed back in the scratch (`listed`).
+      push_run(group, targets, 0, targets.data() != listed.data());
       return;
     }
     statistics.domains_considered += members.size();
@@ -923,12 +980,18 @@ struct TierSearch {
       log.scanned({item.target, Rejection::Kind::too_few_hosts, *shortfall, 0.0, 0.0, {}});
       return;
     }
-    (void)context.build_problem(tier, item.target, problem);
+    const ScanCache::Entry* const scanned = kept_scan(item.target);
+    if (!reuse_problem(item.target, scanned)) {
+      ScanCache::KeptProblem& kept = buffers.kept_problems[slot_of(problem)];
+      kept.valid = false;  // stays so if reading it throws
+      (void)context.build_problem(tier, item.target, *problem);
+      if (scanned != nullptr) kept = {true, item.target, scanned->key};
+    }
     ++statistics.domains_solved;
     ++searched_here;
     SearchLimits domain_limits = limits;
     domain_limits.domains_left = live;
-    DomainOutcome outcome = search_outcome(domain_limits);
+    DomainOutcome outcome = search_outcome(domain_limits, scanned);
     if (outcome.limit_reached) statistics.limit_reached = true;
     if (outcome.downgrade) downgrades.push_back({item.target, *outcome.downgrade, outcome.note});
     if (!outcome.exact) open_bound = std::min(open_bound, std::max(outcome.lower_bound, item.bound));
@@ -943,14 +1006,10 @@ struct TierSearch {
       }
       best_cost = outcome.cost;
       best = std::move(outcome);
-      // Swapped, not copied: `problem` is rebuilt before its next use, and takes over the
-      // old winner's buffers.
-      if (best_problem) {
-        std::swap(*best_problem, problem);
-      } else {
-        best_problem.emplace(std::move(problem));
-        problem = std::move(buffers.spare_problem);  // an earlier call's winner's buffers
-      }
+      // The two slots trade roles, nothing moved: `problem` is rebuilt (or reused) before its
+      // next use.
+      best_problem = problem;
+      problem = other_slot(best_problem);
     } else if (outcome.found) {
       log.searched(
           {item.target, Rejection::Kind::costlier, {}, outcome.cost, best_cost, outcome.note});
@@ -960,19 +1019,55 @@ struct TierSearch {
     }
   }
 
+  /// A decider's scan of `target` in this call (its key the digest of the versions the scan
+  /// read, which cover every domain the problem and the search read), when results may be
+  /// kept by it (no clock), else null.
+  [[nodiscard]] const ScanCache::Entry* kept_scan(DomainId target) const {
+    if (cache == nullptr || limits.time_limit != std::chrono::nanoseconds::max()) return nullptr;
+    const ScanCache::Entry& entry = cache->tiers[tier_index][context.topology().ordinal(target)];
+    return entry.valid ? &entry : nullptr;
+  }
+
+  /// The buffers' slot `slot` points at: 0 for `problem`, 1 for `spare_problem`.
+  [[nodiscard]] std::size_t slot_of(const DomainProblem* slot) const {
+    return slot == &buffers.problem ? 0 : 1;
+  }
+  /// The buffers' slot that is not `slot`.
+  [[nodiscard]] DomainProblem* other_slot(const DomainProblem* slot) {
+    return slot == &buffers.problem ? &buffers.spare_problem : &buffers.problem;
+  }
+
+  /// Points `problem` at a slot (not the best domain's) that holds `target`'s problem read at
+  /// the versions `scanned` was read at, in this call or an earlier one: the problem is a
+  /// function of those alone, so it is the one reading would build. Its pointers into the
+  /// state and the tier are set again (a change elsewhere may have moved the state's
+  /// records). False when no slot does.
+  bool reuse_problem(DomainId target, const ScanCache::Entry* scanned) {
+    if (scanned == nullptr) return false;
+    for (DomainProblem* slot : {&buffers.problem, &buffers.spare_problem}) {
+      const ScanCache::KeptProblem& kept = buffers.kept_problems[slot_of(slot)];
+      if (slot == best_problem || !kept.valid || kept.target != target ||
+          kept.key != scanned->key) {
+        continue;
+      }
+      problem = slot;
+      problem->tier = &tier;
+      for (CandidateVictim& victim : problem->victims) victim.workload = &state.workload(victim.id);
+      ++cache->problem_hits;
+      return true;
+    }
+    return false;
+  }
+
   /// The search of `problem` against the best cost so far: a decider's kept one when it was
   /// searched with the very same inputs (`ScanCache::KeptSearch`: search type, target, scan
   /// versions, incumbent, nodes explored before it and domains left), its counters added to
-  /// the statistics; else the search, kept when it may be reused.
-  DomainOutcome search_outcome(const SearchLimits& domain_limits) {
-    // Kept only without a clock, and by the versions the domain's scan read in this call.
-    const ScanCache::Entry* scanned =
-        cache != nullptr && limits.time_limit == std::chrono::nanoseconds::max()
-            ? &cache->tiers[tier_index][context.topology().ordinal(problem.target)]
-            : nullptr;
-    const bool keepable = scanned != nullptr && scanned->valid;
+  /// the statistics; else the search, kept when it may be reused. `scanned`: `kept_scan`.
+  DomainOutcome search_outcome(const SearchLimits& domain_limits,
+                               const ScanCache::Entry* scanned) {
+    const bool keepable = scanned != nullptr;
     const std::uint64_t key = keepable ? scanned->key : 0;
-    ScanCache::KeptSearch* const kept = keepable ? kept_search(problem.target) : nullptr;
+    ScanCache::KeptSearch* const kept = keepable ? kept_search(problem->target) : nullptr;
     const std::uint64_t incumbent = std::bit_cast<std::uint64_t>(best_cost);
     const std::uint64_t spent = statistics.nodes_explored;
     if (kept != nullptr && kept->key == key && kept->incumbent == incumbent &&
@@ -982,7 +1077,7 @@ struct TierSearch {
       return kept->outcome;
     }
     const SolverStatistics before = statistics;
-    DomainOutcome outcome = search.search(state, problem, best_cost, domain_limits, statistics);
+    DomainOutcome outcome = search.search(state, *problem, best_cost, domain_limits, statistics);
     if (keepable && !outcome.limit_reached &&
         statistics.limit_reached == before.limit_reached) {
       ScanCache::KeptSearch& slot = kept != nullptr ? *kept : new_kept_search();
@@ -990,7 +1085,7 @@ struct TierSearch {
       slot.outcome = outcome;
       slot.counts = counted_since(statistics, before);
       slot.tier = static_cast<std::uint32_t>(tier_index);
-      slot.target = problem.target;
+      slot.target = problem->target;
       slot.key = key;
       slot.incumbent = incumbent;
       slot.spent = spent;
@@ -1039,9 +1134,11 @@ struct TierSearch {
   const std::size_t tier_index;
   const Tier& tier;
   const LevelIndex host_level;
-  /// Its buffers: a decider's cache's from the last call, else its own. The names below are
-  /// views of them.
-  ScanCache::SearchBuffers buffers;
+  /// Its buffers: a decider's cache's from the last call, used where they lie (each tier's
+  /// search has its own, and the cache holds them for the search's life), else its own. The
+  /// names below are views of them.
+  std::optional<ScanCache::SearchBuffers> own_buffers;
+  ScanCache::SearchBuffers& buffers;
   std::vector<Candidate>& candidates = buffers.candidates;  ///< a heap of read domains,
                                                             ///< unread priced ones, groups
   std::size_t groups = 0;             ///< group candidates in the heap
@@ -1053,7 +1150,9 @@ struct TierSearch {
   /// bound first they come in id order: a cursor replaces a heap.
   std::vector<DomainId>& unread = buffers.unread;
   std::size_t cursor = 0;
-  DomainProblem& problem = buffers.problem;
+  /// The problem the next domain is read into, and the best domain's (null until one has a
+  /// plan): the buffers' two slots, trading roles as the best changes.
+  DomainProblem* problem = &buffers.problem;
   ScanWorkspace& workspace = buffers.workspace;
   std::vector<DomainId>& batch = buffers.batch;
   std::vector<DomainId>& same_host = buffers.same_host;
@@ -1070,7 +1169,7 @@ struct TierSearch {
   /// its search): the tier is not proven empty.
   bool search_unproven = false;
   double best_cost = std::numeric_limits<double>::infinity();
-  std::optional<DomainProblem> best_problem;
+  DomainProblem* best_problem = nullptr;
   DomainOutcome best;
   double open_bound = std::numeric_limits<double>::infinity();  ///< least bound left unclosed
 };
@@ -1091,7 +1190,7 @@ PreemptionPlan solve_with(std::string_view solver, const Allocation& state,
                           SearchLimits limits, ScanCache* cache = nullptr) {
   const auto start = Clock::now();
   DeadlineWatch deadline(deadline_after(start, limits.time_limit));
-  PreemptionContext<Model> context(state, preemptor, model);
+  PreemptionContext<Model> context(state, preemptor, model, cache);
   SolverStatistics statistics;
   const auto finish = [&](PreemptionPlan plan) {
     // The text is worded before the clock stops: a plan with text costs what it did.
