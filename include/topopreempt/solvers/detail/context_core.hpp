@@ -341,6 +341,14 @@ class PreemptionContext {
   /// `level` and `ordinal` are the group's.
   [[nodiscard]] double group_need_cached(const Tier& tier, DomainId group, LevelIndex level,
                                          std::size_t ordinal, ScanCache& cache) const;
+  /// The domains of level `lower` under `group` (a domain of `level`, `ordinal` in it),
+  /// ascending: `Topology::domains_at(lower, group)`, their run of ordinals kept in `runs` on
+  /// first use (the topology's alone; an irregular tree finds it by binary search over the
+  /// whole level).
+  [[nodiscard]] std::span<const DomainId> domains_below_cached(ScanCache::OrdinalRuns& runs,
+                                                               DomainId group, LevelIndex level,
+                                                               std::size_t ordinal,
+                                                               LevelIndex lower) const;
   /// `group_price_bound`, answered from `cache` (when not null) while the group's version is
   /// the one it was taken at (and the floor and grid are those of
   /// `ScanCache::keep_bounds_for`): a decider's later call takes anew only the bounds of groups

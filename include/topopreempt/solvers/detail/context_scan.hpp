@@ -865,22 +865,31 @@ double PreemptionContext<Model>::group_need_cached(const Tier& tier, DomainId gr
   const LevelIndex host_level = topology_.host_level();
   const auto& idle_index = state_.idle_device_index();
   if (level >= host_level || !idle_index.covers(host_level)) return group_need(tier, group);
-  // As `group_need`: the idle index over the group's hosts, their run of ordinals kept (the
-  // topology's: a binary search over every host of an irregular tree, else).
-  if (cache.group_hosts.size() <= level) cache.group_hosts.resize(level + 1);
-  auto& runs = cache.group_hosts[level];
+  // As `group_need`: the idle index over the group's hosts, their run of ordinals kept.
+  const auto hosts = domains_below_cached(cache.group_hosts, group, level, ordinal, host_level);
+  const auto first =
+      static_cast<std::size_t>(hosts.data() - topology_.domains_at(host_level).data());
+  const double most_idle = static_cast<double>(std::max<std::int64_t>(
+      idle_index.most_idle_in(host_level, first, first + hosts.size()), 0));
+  return total_demand(tier, whole_device_dim) - most_idle;
+}
+
+template <CostModel Model>
+std::span<const DomainId> PreemptionContext<Model>::domains_below_cached(
+    ScanCache::OrdinalRuns& runs, DomainId group, LevelIndex level, std::size_t ordinal,
+    LevelIndex lower) const {
+  if (runs.size() <= level) runs.resize(std::size_t{level} + 1);
+  auto& of_level = runs[level];
   const std::size_t count = topology_.domains_at(level).size();
-  if (runs.size() != count) runs.assign(count, {});
-  auto& run = runs[ordinal];
-  if (run.first == run.second) {
-    const auto all = topology_.domains_at(host_level);
-    const auto inside = topology_.domains_at(host_level, group);
+  if (of_level.size() != count) of_level.assign(count, {});
+  auto& run = of_level[ordinal];
+  const auto all = topology_.domains_at(lower);
+  if (run.first == run.second) {  // not found yet (or none: found again, at no cost)
+    const auto inside = topology_.domains_at(lower, group);
     const auto first = static_cast<std::uint32_t>(inside.data() - all.data());
     run = {first, first + static_cast<std::uint32_t>(inside.size())};
   }
-  const double most_idle = static_cast<double>(
-      std::max<std::int64_t>(idle_index.most_idle_in(host_level, run.first, run.second), 0));
-  return total_demand(tier, whole_device_dim) - most_idle;
+  return all.subspan(run.first, run.second - run.first);
 }
 
 template <CostModel Model>

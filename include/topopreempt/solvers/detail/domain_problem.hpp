@@ -420,12 +420,14 @@ struct ScanCache {
   };
   std::vector<TargetRuns> target_runs;
   /// Per level above the hosts, per group by ordinal in its level, the host-level ordinals
-  /// [first, last) of the hosts under it (`PreemptionContext::group_need_cached`), found on
-  /// first use: the topology's alone, so never dropped. An empty run means not yet found.
-  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> group_hosts;
+  /// [first, last) of the hosts under it (`PreemptionContext::domains_below_cached`, for
+  /// `group_need_cached`), found on first use: the topology's alone, so never dropped. An
+  /// empty run means not yet found.
+  using OrdinalRuns = std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>>;
+  OrdinalRuns group_hosts;
   /// The same for the domains one level below each group (`TierSearch::children_of`): on an
   /// irregular tree the topology finds them by binary search over the whole level.
-  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> group_children;
+  OrdinalRuns group_children;
   /// Per index block, the cover its bound (`block_price_bound`) was last taken from: a block
   /// no longer has the version digest it had (after a hundred changes nearly every block
   /// changed somewhere), but seldom other bands or another most idle host. Kept per block

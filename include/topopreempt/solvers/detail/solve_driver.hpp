@@ -828,19 +828,8 @@ struct TierSearch {
     const Topology& topology = context.topology();
     const auto child_level = static_cast<LevelIndex>(level + 1);
     if (cache == nullptr) return topology.domains_at(child_level, group);
-    auto& levels = cache->group_children;
-    if (levels.size() <= level) levels.resize(std::size_t{level} + 1);
-    auto& runs = levels[level];
-    const std::size_t count = topology.domains_at(level).size();
-    if (runs.size() != count) runs.assign(count, {});
-    auto& run = runs[topology.ordinal(group)];
-    const auto all = topology.domains_at(child_level);
-    if (run.first == run.second) {  // not found yet (or none: found again, at no cost)
-      const auto inside = topology.domains_at(child_level, group);
-      const auto first = static_cast<std::uint32_t>(inside.data() - all.data());
-      run = {first, first + static_cast<std::uint32_t>(inside.size())};
-    }
-    return all.subspan(run.first, run.second - run.first);
+    return context.domains_below_cached(cache->group_children, group, level,
+                                        topology.ordinal(group), child_level);
   }
 
   /// Opens `group` into its targets `members` (`on_one_host`: all on one host, admitted
