@@ -6,7 +6,7 @@
 # 8 slurmd) through every scenario with stock preempt/partition_prio and with
 # preempt/topopreempt, and checks that Slurm imposed topopreempt's verified plans; then the
 # blocked-job scenario (an impossible -N4 --exclusive job pending through 20 state changes in
-# 30 s, about a minute per variant): the main scheduler's mean cycle and squeue's p95 latency
+# 30 s, about a minute per variant): the main scheduler's median cycle and squeue's p95 latency
 # with the plugin stay within 1.5x of stock's. One scenario alone:
 #   run_scenarios.py --plugin-dir build/slurm/install --scenario blocked
 # The plugin alone: integrations/slurm/build-plugin.sh --install build/slurm/install. Then the
