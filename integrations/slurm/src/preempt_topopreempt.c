@@ -169,22 +169,53 @@ static uint64_t _fnv(uint64_t hash, uint64_t value) {
   return hash;
 }
 
-/* Identifies the state a plan depends on: every job holding resources, and what it is, and
- * the nodes (their states and configuration change last_node_update). */
-static uint64_t _fingerprint(job_record_t* preemptor) {
+/* One word into a running hash: a bijective step (xor, then an odd multiplier), so two states
+ * that differ in one word always hash apart. A word at a time: the walk runs for every pending
+ * preemptor at every state change, under the job write lock. */
+static uint64_t _mix(uint64_t hash, uint64_t value) {
+  return (hash ^ value) * 0x9e3779b97f4a7c15ULL;
+}
+
+/* Identifies the state a plan depends on, and everything the snapshot reads or borrows: every
+ * job holding resources (what it is, where its records and strings are, its partition's and
+ * QOS's tier and preemption mode), and the node, switch and partition tables (reconfiguration,
+ * node and partition updates move last_node_update and last_part_update). While it is
+ * unchanged, the snapshot read for one preemptor serves the next (_snapshot_for). */
+static uint64_t _fingerprint(void) {
   uint64_t hash = 0xcbf29ce484222325ULL;
 
-  (void)preemptor;
   for (struct listNode* p = _job_list_head(); p; p = p->next) {
     job_record_t* job_ptr = p->data;
+    part_record_t* part_ptr;
+    slurmdb_qos_rec_t* qos_ptr;
 
     if (!job_ptr || !_holds_resources(job_ptr)) continue;
-    hash = _fnv(hash, job_ptr->job_id);
-    hash = _fnv(hash, job_ptr->job_state);
-    hash = _fnv(hash, (uint64_t)job_ptr->start_time);
-    hash = _fnv(hash, job_ptr->node_cnt);
+    part_ptr = job_ptr->part_ptr;
+    qos_ptr = job_ptr->qos_ptr;
+    hash = _mix(hash, job_ptr->job_id);
+    hash = _mix(hash, job_ptr->job_state);
+    hash = _mix(hash, (uint64_t)job_ptr->start_time);
+    hash = _mix(hash, job_ptr->node_cnt);
+    hash = _mix(hash, job_ptr->het_job_id);
+    hash = _mix(hash, (uintptr_t)job_ptr);
+    hash = _mix(hash, (uintptr_t)job_ptr->name);
+    hash = _mix(hash, (uintptr_t)job_ptr->job_resrcs);
+    hash = _mix(hash, (uintptr_t)job_ptr->gres_list_alloc);
+    hash = _mix(hash, (uintptr_t)job_ptr->details);
+    hash = _mix(hash, _exclusive(job_ptr));
+    hash = _mix(hash, (uintptr_t)part_ptr);
+    if (part_ptr) hash = _mix(_mix(hash, part_ptr->priority_tier), part_ptr->preempt_mode);
+    hash = _mix(hash, (uintptr_t)qos_ptr);
+    if (qos_ptr) hash = _mix(_mix(hash, qos_ptr->priority), qos_ptr->preempt_mode);
   }
-  hash = _fnv(hash, (uint64_t)last_node_update);
+  hash = _mix(hash, (uint64_t)last_node_update);
+  hash = _mix(hash, (uint64_t)last_part_update);
+  hash = _mix(hash, (uint64_t)node_record_count);
+  hash = _mix(hash, (uintptr_t)node_record_table_ptr);
+  hash = _mix(hash, (uint64_t)switch_record_cnt);
+  hash = _mix(hash, (uintptr_t)switch_record_table);
+  hash = _mix(hash, slurm_conf.preempt_mode);
+  hash = _mix(hash, slurm_conf.select_type_param);
   return hash;
 }
 
@@ -210,6 +241,7 @@ typedef struct {
   tp_node_t* nodes;
   int node_count;
   tp_job_t* jobs;
+  job_record_t** job_ptrs; /* the record each of `jobs` was read from */
   int job_count;
   int job_capacity;
   tp_holding_t* holdings;
@@ -221,6 +253,7 @@ static void _free_buffers(snapshot_buffers_t* b) {
   xfree(b->switches);
   xfree(b->nodes);
   xfree(b->jobs);
+  xfree(b->job_ptrs);
   xfree(b->holdings);
 }
 
@@ -333,30 +366,58 @@ static int _model_priority(job_record_t* job_ptr) {
  * preemptible exactly when preempt/qos would let this preemptor preempt it. */
 #define TP_QOS_PREEMPTOR_PRIORITY 0x40000000
 
+/* The cores a job holds on one socket of its job_node-th node: one word-wide count over the
+ * socket's run of core_bitmap, not one get_job_resources_bit (each a walk of the job's node
+ * layout) per core, since the snapshot is read under the job write lock. Where the job's
+ * layout has fewer cores on the socket than the node (not expected; get_job_resources_offset
+ * logs it), it counts what the layout has, core by core, as before. */
+static int _cores_held_on_socket(job_resources_t* res, int job_node, int socket, int cores) {
+  int first, last;
+  int held = 0;
+
+  if (cores <= 0) return 0;
+  first = get_job_resources_offset(res, job_node, socket, 0);
+  last = get_job_resources_offset(res, job_node, socket, cores - 1);
+  if ((first >= 0) && (last == first + cores - 1))
+    return bit_set_count_range(res->core_bitmap, first, last + 1);
+  for (int c = 0; c < cores; c++) {
+    if (get_job_resources_bit(res, job_node, socket, c) == 1) held++;
+  }
+  return held;
+}
+
+/* Whether `preemptor` may take `job_ptr` out: cons_tres can only take REQUEUE and CANCEL
+ * victims out of its simulated cluster. Only with `relation = qos` does it depend on the
+ * preemptor. */
+static int _job_preemptible(job_record_t* job_ptr, job_record_t* preemptor) {
+  uint16_t mode = _job_preempt_mode(job_ptr);
+
+  return ((mode == PREEMPT_MODE_REQUEUE) || (mode == PREEMPT_MODE_CANCEL)) &&
+         !job_ptr->het_job_id && !IS_JOB_SUSPENDED(job_ptr) &&
+         (use_qos ? _qos_preemptable(job_ptr, preemptor)
+                  : (job_ptr->part_ptr && (job_ptr->part_ptr->preempt_mode != PREEMPT_MODE_OFF)));
+}
+
 static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr, job_record_t* preemptor) {
   job_resources_t* res = job_ptr->job_resrcs;
   gres_state_t* gpu = _find_gpu_gres(job_ptr->gres_list_alloc);
   gres_job_state_t* gpu_state = gpu ? gpu->gres_data : NULL;
   tp_job_t* job;
   int job_node = 0;
-  uint16_t mode = _job_preempt_mode(job_ptr);
   bool whole_node = _exclusive(job_ptr);
 
   if (b->job_count == b->job_capacity) {
     b->job_capacity = b->job_capacity ? 2 * b->job_capacity : 32;
     xrecalloc(b->jobs, b->job_capacity, sizeof(tp_job_t));
+    xrecalloc(b->job_ptrs, b->job_capacity, sizeof(job_record_t*));
   }
+  b->job_ptrs[b->job_count] = job_ptr;
   job = &b->jobs[b->job_count++];
   job->job_id = job_ptr->job_id;
   job->name = job_ptr->name ? job_ptr->name : "";
   job->partition = job_ptr->part_ptr ? job_ptr->part_ptr->name : "";
   job->priority = _model_priority(job_ptr);
-  /* cons_tres can only take REQUEUE and CANCEL victims out of its simulated cluster. */
-  job->preemptible = ((mode == PREEMPT_MODE_REQUEUE) || (mode == PREEMPT_MODE_CANCEL)) &&
-                     !job_ptr->het_job_id && !IS_JOB_SUSPENDED(job_ptr) &&
-                     (use_qos ? _qos_preemptable(job_ptr, preemptor)
-                              : (job_ptr->part_ptr &&
-                                 (job_ptr->part_ptr->preempt_mode != PREEMPT_MODE_OFF)));
+  job->preemptible = _job_preemptible(job_ptr, preemptor);
   job->start_time = (double)job_ptr->start_time;
   job->first_holding = b->holding_count;
 
@@ -379,11 +440,8 @@ static int _read_job(snapshot_buffers_t* b, job_record_t* job_ptr, job_record_t*
       job_node++;
       continue;
     }
-    for (int s = 0; s < node_ptr->tot_sockets; s++) {
-      for (int c = 0; c < node_ptr->cores; c++) {
-        if (get_job_resources_bit(res, job_node, s, c) == 1) holding->cores_on_socket[s]++;
-      }
-    }
+    for (int s = 0; s < node_ptr->tot_sockets; s++)
+      holding->cores_on_socket[s] = _cores_held_on_socket(res, job_node, s, node_ptr->cores);
     if (res->memory_allocated && (job_node < (int)res->nhosts))
       holding->memory_mb = (int64_t)res->memory_allocated[job_node];
     if (gpu_state && gpu_state->gres_bit_alloc && (job_node < (int)gpu_state->node_cnt) &&
@@ -407,6 +465,42 @@ static int _read_jobs(snapshot_buffers_t* b, job_record_t* preemptor) {
     if (_read_job(b, job_ptr, preemptor)) return -1;
   }
   return 0;
+}
+
+/* The snapshot read last, and the state fingerprint it was read in. A main-scheduler or
+ * backfill pass asks about many pending jobs in one state: the cluster is read once for all
+ * of them, not once per job. Its strings and records are borrowed from slurmctld, which the
+ * fingerprint covers (their addresses included). Only the scheduler threads touch it, under
+ * the job write lock, like the plan in force. */
+static snapshot_buffers_t read_snapshot;
+static uint64_t read_snapshot_fingerprint = 0;
+static bool read_snapshot_valid = false;
+
+static void _forget_snapshot(void) {
+  _free_buffers(&read_snapshot);
+  memset(&read_snapshot, 0, sizeof(read_snapshot));
+  read_snapshot_valid = false;
+}
+
+/* The cluster in the state `fingerprint` for `preemptor`, or NULL when it cannot be read. */
+static const snapshot_buffers_t* _snapshot_for(job_record_t* preemptor, uint64_t fingerprint) {
+  if (read_snapshot_valid && (read_snapshot_fingerprint == fingerprint)) {
+    /* With `relation = qos` who may be preempted depends on the preemptor's QOS. */
+    if (use_qos) {
+      for (int j = 0; j < read_snapshot.job_count; j++)
+        read_snapshot.jobs[j].preemptible = _job_preemptible(read_snapshot.job_ptrs[j], preemptor);
+    }
+    return &read_snapshot;
+  }
+  _forget_snapshot();
+  _read_switches(&read_snapshot);
+  if (_read_nodes(&read_snapshot) || _read_jobs(&read_snapshot, preemptor)) {
+    _forget_snapshot();
+    return NULL;
+  }
+  read_snapshot_fingerprint = fingerprint;
+  read_snapshot_valid = true;
+  return &read_snapshot;
 }
 
 /* ---- the pending job's request ------------------------------------------------------------ */
@@ -572,7 +666,7 @@ static void _warn_qos_relations(job_record_t* preemptor) {
 /* Makes the plan for `preemptor` current: the engine's cached plan when the job's request and
  * the state are unchanged (one walk of job_list for the fingerprint), else a new one. */
 static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
-  snapshot_buffers_t b = {0};
+  const snapshot_buffers_t* b;
   tp_snapshot_t snapshot;
   tp_request_t request;
   uint64_t fingerprint;
@@ -603,32 +697,29 @@ static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
   tp_engine_set_cycle(engine, _fnv(_fnv(_fnv(0xcbf29ce484222325ULL, (uint64_t)pthread_self()),
                                         slurmctld_diag_stats.schedule_cycle_counter),
                                    slurmctld_diag_stats.bf_cycle_counter));
-  fingerprint = _fingerprint(preemptor);
+  fingerprint = _fingerprint();
   cached = tp_engine_use_cached(engine, &request, node_record_count, fingerprint);
   if (cached >= 0) {
     plan_kind = (tp_plan_kind_t)cached;
     xfree(eligible);
     return;
   }
-  _read_switches(&b);
-  if (_read_nodes(&b) || _read_jobs(&b, preemptor)) {
+  if (!(b = _snapshot_for(preemptor, fingerprint))) {
     error("%s: could not read the cluster state; stock behaviour for %pJ", plugin_type, preemptor);
-    _free_buffers(&b);
     xfree(eligible);
     return;
   }
-  snapshot.switches = b.switches;
-  snapshot.switch_count = b.switch_count;
-  snapshot.nodes = b.nodes;
-  snapshot.node_count = b.node_count;
-  snapshot.jobs = b.jobs;
-  snapshot.job_count = b.job_count;
-  snapshot.holdings = b.holdings;
-  snapshot.holding_count = b.holding_count;
+  snapshot.switches = b->switches;
+  snapshot.switch_count = b->switch_count;
+  snapshot.nodes = b->nodes;
+  snapshot.node_count = b->node_count;
+  snapshot.jobs = b->jobs;
+  snapshot.job_count = b->job_count;
+  snapshot.holdings = b->holdings;
+  snapshot.holding_count = b->holding_count;
   snapshot.now = (double)time(NULL);
   snapshot.memory_modelled = _memory_modelled() ? 1 : 0;
   plan_kind = tp_engine_plan(engine, &snapshot, &request, fingerprint);
-  _free_buffers(&b);
   xfree(eligible);
 }
 
@@ -655,6 +746,7 @@ extern void fini(void) {
   engine = NULL;
   use_qos = false;
   plan_preemptor = NULL;
+  _forget_snapshot();
 }
 
 extern bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor, job_queue_rec_t* preemptee) {
