@@ -161,14 +161,6 @@ static bool _holds_resources(job_record_t* job_ptr) {
          job_ptr->job_resrcs->node_bitmap;
 }
 
-static uint64_t _fnv(uint64_t hash, uint64_t value) {
-  for (int i = 0; i < 8; i++) {
-    hash ^= (value >> (8 * i)) & 0xff;
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
-
 /* One word into a running hash: a bijective step (xor, then an odd multiplier), so two states
  * that differ in one word always hash apart. A word at a time: the walk runs for every pending
  * preemptor at every state change, under the job write lock. */
@@ -694,7 +686,7 @@ static void _ensure_plan(job_record_t* preemptee, job_record_t* preemptor) {
   /* A cycle: what one thread does until sdiag's main or backfill cycle counter moves (both
    * scheduler threads hold the job write lock for the jobs they test, and an RPC thread's
    * select_nodes is charged to its own thread). */
-  tp_engine_set_cycle(engine, _fnv(_fnv(_fnv(0xcbf29ce484222325ULL, (uint64_t)pthread_self()),
+  tp_engine_set_cycle(engine, _mix(_mix(_mix(0xcbf29ce484222325ULL, (uint64_t)pthread_self()),
                                         slurmctld_diag_stats.schedule_cycle_counter),
                                    slurmctld_diag_stats.bf_cycle_counter));
   fingerprint = _fingerprint();

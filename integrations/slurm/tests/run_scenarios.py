@@ -525,23 +525,17 @@ def sdiag_sections(cluster):
     return main, backfill
 
 
-def sdiag_means(cluster):
-    """(main scheduler mean cycle, its cycle count, backfill mean cycle) in microseconds."""
-    main, backfill = sdiag_sections(cluster)
-    return (sdiag_field(main, "Mean cycle"), sdiag_field(main, "Total cycles"),
-            sdiag_field(backfill, "Mean cycle"))
-
-
-def sample_main_cycle(cluster, seen_cycles, samples):
-    """Appends the main scheduler's last cycle (us) to `samples` when a cycle ended since the
-    previous call (`seen_cycles`: [count], updated). Polled a few times a second, so nearly
-    every cycle is one sample; where two ended between polls, the later one stands for both."""
-    main, _ = sdiag_sections(cluster)
+def sample_main_cycle(main, seen_cycles, samples):
+    """Appends the main scheduler's last cycle (us; `main` is sdiag's section) to `samples`
+    when a cycle ended since `seen_cycles` were counted; returns the count now. Polled a few
+    times a second, so nearly every cycle is one sample; where two ended between polls, the
+    later one stands for both."""
     total, last = sdiag_field(main, "Total cycles"), sdiag_field(main, "Last cycle")
-    if total is not None and last is not None and total != seen_cycles[0]:
-        if total > 0:
-            samples.append(last)
-        seen_cycles[0] = total
+    if total is None or last is None or total == seen_cycles:
+        return seen_cycles
+    if total > 0:
+        samples.append(last)
+    return total
 
 
 def percentile(values, fraction):
@@ -578,7 +572,7 @@ def run_blocked(clusters):
     # window, so one cycle slowed by the machine's other work moves their mean by hundreds of
     # microseconds; their median does not move.
     cycle_us = {mode: [] for mode in clusters}
-    seen_cycles = {mode: [0] for mode in clusters}
+    seen_cycles = {mode: 0 for mode in clusters}
     submitted = 0
     start = time.monotonic()
     # One short job (`sleep 1`) every few seconds on n4..n7 in turn, the last one early enough
@@ -597,25 +591,27 @@ def run_blocked(clusters):
             before = time.monotonic()
             clusters[mode][0].run(["squeue"])
             squeue_ms[mode].append((time.monotonic() - before) * 1000)
-            sample_main_cycle(clusters[mode][0], seen_cycles[mode], cycle_us[mode])
+            main_stats, _ = sdiag_sections(clusters[mode][0])
+            seen_cycles[mode] = sample_main_cycle(main_stats, seen_cycles[mode], cycle_us[mode])
         turn += 1
         time.sleep(0.2)
     seconds = round(time.monotonic() - start, 1)
     records = []
     for mode, (cluster, _) in clusters.items():
         blocker, blocked = jobs[mode]
-        main_mean_us, main_cycles, backfill_mean_us = sdiag_means(cluster)
-        sample_main_cycle(cluster, seen_cycles[mode], cycle_us[mode])  # one that just ended
+        main_stats, backfill_stats = sdiag_sections(cluster)
+        sample_main_cycle(main_stats, seen_cycles[mode], cycle_us[mode])  # one that just ended
         # Each short job that ran is two state changes (MinJobAge keeps completed jobs listed).
         completed = cluster.run(["squeue", "-h", "-t", "CD", "-o", "%j"]).stdout.split()
         plans = [p for p in read_plans(cluster.path("plans-blocked.jsonl")) if p["preemptor"] == blocked]
         records.append({
             "scenario": "blocked", "mode": mode, "seconds": seconds, "short_jobs": submitted,
             "state_changes": 2 * sum(1 for name in completed if name.startswith("churn-")),
-            "main_mean_cycle_us": main_mean_us, "main_cycles": main_cycles,
+            "main_mean_cycle_us": sdiag_field(main_stats, "Mean cycle"),
+            "main_cycles": sdiag_field(main_stats, "Total cycles"),
             "main_cycle_samples_us": cycle_us[mode],
             "main_median_cycle_us": percentile(cycle_us[mode], 0.5) if cycle_us[mode] else None,
-            "backfill_mean_cycle_us": backfill_mean_us, "squeue_samples": len(squeue_ms[mode]),
+            "backfill_mean_cycle_us": sdiag_field(backfill_stats, "Mean cycle"), "squeue_samples": len(squeue_ms[mode]),
             "squeue_p50_ms": round(percentile(squeue_ms[mode], 0.5), 1),
             "squeue_p95_ms": round(percentile(squeue_ms[mode], 0.95), 1),
             "blocked_state": cluster.job(blocked).get("JobState"),
